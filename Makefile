@@ -1,0 +1,34 @@
+# make serve: set everything up (virtualenv, install, index of the bundled catalog) and serve.
+# make test:  set up and run the test suite.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+INDEX ?= var/index
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install index serve test bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	# torch first, pinned: the CPU wheel; an unpinned torch pulls a multi-GB CUDA build.
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+$(INDEX)/manifest.json: $(STAMP) toolsift/data/default_catalog.yaml
+	$(BIN)/toolsift build --out $(INDEX)
+
+index: $(INDEX)/manifest.json
+
+serve: index
+	$(BIN)/toolsift serve --index $(INDEX) --host $(HOST) --port $(PORT)
+
+test: install
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .hypothesis

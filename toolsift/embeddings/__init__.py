@@ -1,0 +1,20 @@
+"""Embedders, tool-text composition and the on-disk embedding cache."""
+
+from toolsift.embeddings.base import Embedder, normalise_rows
+from toolsift.embeddings.cache import CacheStats, EmbeddingCache, embed_documents_cached
+from toolsift.embeddings.hashing import HashingEmbedder
+from toolsift.embeddings.registry import DEFAULT_MODEL, get_embedder
+from toolsift.embeddings.text import compose_tool_text, split_identifier
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "CacheStats",
+    "Embedder",
+    "EmbeddingCache",
+    "HashingEmbedder",
+    "compose_tool_text",
+    "embed_documents_cached",
+    "get_embedder",
+    "normalise_rows",
+    "split_identifier",
+]

@@ -1,0 +1,41 @@
+"""The embedder protocol every backend implements."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from toolsift.types import Matrix
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into L2-normalised float32 vectors.
+
+    Queries and documents go through separate methods because some models (E5, BGE) expect a
+    different prefix for each.
+    """
+
+    @property
+    def name(self) -> str:
+        """Stable identifier recorded in index manifests and cache keys."""
+        ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed_documents(self, texts: Sequence[str], *, progress: bool = False) -> Matrix: ...
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix: ...
+
+
+def normalise_rows(matrix: np.ndarray) -> Matrix:
+    """Return float32 rows scaled to unit length (zero rows stay zero)."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    if matrix.ndim == 1:
+        matrix = matrix[None, :]
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(matrix / norms, dtype=np.float32)

@@ -1,0 +1,168 @@
+"""A catalog together with its vectors: built, saved as a folder with a manifest, loaded back.
+
+Folder layout::
+
+    manifest.json   what built it: model, dimension, catalog fingerprint, versions
+    catalog.jsonl   the tools, in index order (FAISS id = line number - 1)
+    vectors.faiss   the FAISS index
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from toolsift._version import __version__
+from toolsift.catalog import Catalog, load_catalog
+from toolsift.embeddings import Embedder, EmbeddingCache, compose_tool_text, embed_documents_cached
+from toolsift.errors import IndexMismatch, IndexNotFound
+from toolsift.index.faiss_index import FaissIndex, IndexKind
+
+FORMAT_VERSION = 1
+TEXT_RECIPE_VERSION = 1  # bump when compose_tool_text changes what it produces
+
+MANIFEST = "manifest.json"
+CATALOG = "catalog.jsonl"
+VECTORS = "vectors.faiss"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    model: str
+    dimension: int
+    catalog_fingerprint: str
+    tool_count: int
+    kind: str
+    normalized: bool = True
+    metric: str = "cosine"
+    format_version: int = FORMAT_VERSION
+    text_recipe_version: int = TEXT_RECIPE_VERSION
+    toolsift_version: str = __version__
+    created_at: str = ""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Manifest:
+        known = {name for name in cls.__dataclass_fields__}
+        return cls(**{key: value for key, value in data.items() if key in known})
+
+
+@dataclass(frozen=True)
+class BuildStats:
+    tools: int
+    embedded: int
+    cached: int
+    seconds: float
+
+
+class ToolIndex:
+    """Vectors for every tool of a catalog, ids being catalog positions."""
+
+    def __init__(self, catalog: Catalog, vectors: FaissIndex, manifest: Manifest) -> None:
+        self.catalog = catalog
+        self.vectors = vectors
+        self.manifest = manifest
+
+    @classmethod
+    def build(
+        cls,
+        catalog: Catalog,
+        embedder: Embedder,
+        *,
+        kind: IndexKind = "flat",
+        cache: EmbeddingCache | None = None,
+        progress: bool = False,
+    ) -> tuple[ToolIndex, BuildStats]:
+        started = time.perf_counter()
+        texts = [compose_tool_text(tool) for tool in catalog]
+        matrix, stats = embed_documents_cached(embedder, texts, cache, progress=progress)
+        vectors = FaissIndex.from_vectors(matrix, kind) if len(catalog) else FaissIndex(embedder.dimension, kind)
+        manifest = Manifest(
+            model=embedder.name,
+            dimension=embedder.dimension,
+            catalog_fingerprint=catalog.fingerprint,
+            tool_count=len(catalog),
+            kind=kind,
+            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
+        build_stats = BuildStats(
+            tools=len(catalog),
+            embedded=stats.misses,
+            cached=stats.hits,
+            seconds=time.perf_counter() - started,
+        )
+        return cls(catalog, vectors, manifest), build_stats
+
+    def save(self, path: str | Path) -> Path:
+        """Write the folder. Files go to a temporary folder first and are swapped in whole, so a
+        crash mid-save leaves the previous index in place."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            with open(staging / CATALOG, "wb") as handle:
+                for record in self.catalog.to_records():
+                    handle.write(orjson.dumps(record, option=orjson.OPT_SORT_KEYS) + b"\n")
+            self.vectors.save(staging / VECTORS)
+            (staging / MANIFEST).write_bytes(
+                orjson.dumps(asdict(self.manifest), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+            )
+            previous = target.with_name(f".{target.name}.previous")
+            if previous.exists():
+                shutil.rmtree(previous)
+            if target.exists():
+                os.rename(target, previous)
+            os.rename(staging, target)
+            shutil.rmtree(previous, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return target
+
+    @classmethod
+    def load(
+        cls,
+        path: str | Path,
+        *,
+        expected_model: str | None = None,
+        expected_catalog: str | None = None,
+    ) -> ToolIndex:
+        """Load a saved index, refusing one that does not match what the caller expects."""
+        folder = Path(path)
+        shown = str(folder)
+        for name in (MANIFEST, CATALOG, VECTORS):
+            if not (folder / name).is_file():
+                raise IndexNotFound(shown, name)
+        try:
+            manifest = Manifest.from_json(orjson.loads((folder / MANIFEST).read_bytes()))
+        except (orjson.JSONDecodeError, TypeError) as error:
+            raise IndexNotFound(shown, f"a readable {MANIFEST} ({error})") from None
+        if manifest.format_version != FORMAT_VERSION:
+            raise IndexMismatch(shown, "index format version", FORMAT_VERSION, manifest.format_version)
+        if manifest.text_recipe_version != TEXT_RECIPE_VERSION:
+            raise IndexMismatch(
+                shown, "tool-text recipe version", TEXT_RECIPE_VERSION, manifest.text_recipe_version
+            )
+        if expected_model is not None and manifest.model != expected_model:
+            raise IndexMismatch(shown, "embedding model", expected_model, manifest.model)
+        catalog = load_catalog(folder / CATALOG, dialect="toolsift")
+        if catalog.fingerprint != manifest.catalog_fingerprint:
+            raise IndexMismatch(
+                shown, "catalog fingerprint (catalog.jsonl was edited after the build)",
+                catalog.fingerprint, manifest.catalog_fingerprint,
+            )
+        if expected_catalog is not None and manifest.catalog_fingerprint != expected_catalog:
+            raise IndexMismatch(shown, "catalog fingerprint", expected_catalog, manifest.catalog_fingerprint)
+        vectors = FaissIndex.read(folder / VECTORS, manifest.kind)  # type: ignore[arg-type]
+        if vectors.dimension != manifest.dimension:
+            raise IndexMismatch(shown, "vector dimension", manifest.dimension, vectors.dimension)
+        if len(vectors) != len(catalog) or manifest.tool_count != len(catalog):
+            raise IndexMismatch(shown, "number of vectors", len(catalog), len(vectors))
+        return cls(catalog, vectors, manifest)

@@ -1,0 +1,57 @@
+"""Tool definitions in the form each provider's API takes."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from toolsift.catalog import Tool
+
+OutputFormat = Literal["toolsift", "openai", "anthropic", "mcp"]
+OUTPUT_FORMATS: tuple[str, ...] = ("toolsift", "openai", "anthropic", "mcp")
+
+_EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def _schema(tool: Tool) -> dict[str, Any]:
+    if not tool.parameters:
+        return dict(_EMPTY_OBJECT_SCHEMA)
+    if "type" not in tool.parameters:
+        return {"type": "object", **tool.parameters}
+    return tool.parameters
+
+
+def to_openai(tool: Tool) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": _schema(tool)},
+    }
+
+
+def to_anthropic(tool: Tool) -> dict[str, Any]:
+    return {"name": tool.name, "description": tool.description, "input_schema": _schema(tool)}
+
+
+def to_mcp(tool: Tool) -> dict[str, Any]:
+    definition: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "inputSchema": _schema(tool),
+    }
+    if not tool.annotations.is_empty():
+        definition["annotations"] = tool.annotations.to_mcp()
+    return definition
+
+
+def to_toolsift(tool: Tool) -> dict[str, Any]:
+    return tool.model_dump(mode="json", exclude_defaults=True)
+
+
+_FORMATTERS = {"toolsift": to_toolsift, "openai": to_openai, "anthropic": to_anthropic, "mcp": to_mcp}
+
+
+def format_tool(tool: Tool, output_format: OutputFormat = "toolsift") -> dict[str, Any]:
+    try:
+        formatter = _FORMATTERS[output_format]
+    except KeyError:
+        raise ValueError(f"unknown format {output_format!r}; use one of {OUTPUT_FORMATS}") from None
+    return formatter(tool)

@@ -1,0 +1,202 @@
+"""Route a query to the few tools that fit it: tag rules first, then cosine Top-K."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolsift.catalog import Catalog, Tool, fingerprint_tools
+from toolsift.embeddings import DEFAULT_MODEL, Embedder, EmbeddingCache, get_embedder
+from toolsift.errors import IndexMismatch, InvalidQuery
+from toolsift.index import BuildStats, IndexKind, ToolIndex
+from toolsift.router.formats import OUTPUT_FORMATS, OutputFormat, format_tool
+from toolsift.router.rules import TagIndex, TagRules
+from toolsift.types import Vector
+
+DEFAULT_K = 5
+MAX_K = 256
+MAX_QUERY_CHARS = 8192
+QUERY_CACHE_SIZE = 2048
+
+
+@dataclass(frozen=True)
+class Match:
+    """One selected tool, with its cosine score and rank (1 = best)."""
+
+    tool: Tool
+    score: float
+    rank: int
+
+    @property
+    def name(self) -> str:
+        return self.tool.name
+
+
+@dataclass(frozen=True)
+class RouteResult:
+    """The routed subset.
+
+    ``matches`` is ranked best first; ``tools`` is the same subset in canonical order (by name),
+    which does not depend on scores, so the same subset always serialises to the same bytes.
+    """
+
+    query: str
+    k: int
+    matches: tuple[Match, ...]
+    eligible: int
+    catalog_fingerprint: str
+    took_ms: float
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        return tuple(sorted((m.tool for m in self.matches), key=lambda tool: tool.name))
+
+    @property
+    def names(self) -> list[str]:
+        return [match.name for match in self.matches]
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies the subset's content; equal for equal subsets, whatever their ranking."""
+        return fingerprint_tools(m.tool for m in self.matches)
+
+    def scores(self) -> dict[str, float]:
+        return {match.name: match.score for match in self.matches}
+
+    def definitions(self, output_format: OutputFormat = "toolsift") -> list[dict[str, Any]]:
+        return [format_tool(tool, output_format) for tool in self.tools]
+
+
+class Router:
+    """Holds a tool index and the embedder that built it; thread-safe for concurrent ``route``."""
+
+    def __init__(self, index: ToolIndex, embedder: Embedder) -> None:
+        if embedder.name != index.manifest.model:
+            raise IndexMismatch("(in memory)", "embedding model", embedder.name, index.manifest.model)
+        if embedder.dimension != index.manifest.dimension:
+            raise IndexMismatch("(in memory)", "vector dimension", embedder.dimension, index.manifest.dimension)
+        self.index = index
+        self.embedder = embedder
+        self.tag_index = TagIndex(index.catalog)
+        self._query_cache: OrderedDict[str, Vector] = OrderedDict()
+        self._lock = threading.Lock()
+        self.last_build: BuildStats | None = None
+
+    # -- construction ----------------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        catalog: Catalog,
+        embedder: Embedder | None = None,
+        *,
+        kind: IndexKind = "flat",
+        cache: EmbeddingCache | None = None,
+        progress: bool = False,
+    ) -> Router:
+        embedder = embedder or get_embedder(DEFAULT_MODEL)
+        index, stats = ToolIndex.build(catalog, embedder, kind=kind, cache=cache, progress=progress)
+        router = cls(index, embedder)
+        router.last_build = stats
+        return router
+
+    @classmethod
+    def load(cls, path: str | Path, embedder: Embedder | None = None) -> Router:
+        """Load a saved index; the embedder defaults to the model named in its manifest."""
+        index = ToolIndex.load(path, expected_model=embedder.name if embedder else None)
+        return cls(index, embedder or get_embedder(index.manifest.model))
+
+    def save(self, path: str | Path) -> Path:
+        return self.index.save(path)
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.index.catalog
+
+    # -- routing ---------------------------------------------------------------------------
+
+    def embed_query(self, query: str) -> Vector:
+        with self._lock:
+            cached = self._query_cache.get(query)
+            if cached is not None:
+                self._query_cache.move_to_end(query)
+                return cached
+        vector = self.embedder.embed_queries([query])[0]
+        with self._lock:
+            self._query_cache[query] = vector
+            if len(self._query_cache) > QUERY_CACHE_SIZE:
+                self._query_cache.popitem(last=False)
+        return vector
+
+    def route(
+        self,
+        query: str,
+        k: int = DEFAULT_K,
+        rules: TagRules | None = None,
+        *,
+        min_score: float | None = None,
+    ) -> RouteResult:
+        """The ``k`` tools that best fit ``query`` among those ``rules`` allow.
+
+        When ``k`` or fewer tools are eligible, all of them come back (ranked). ``min_score``
+        drops matches scoring below it, so a query no tool fits can return fewer or none."""
+        started = time.perf_counter()
+        query = _check_query(query)
+        _check_k(k)
+        allowed = self.tag_index.allowed(rules or TagRules())
+        eligible = len(self.catalog) if allowed is None else int(allowed.shape[0])
+        matches: list[Match] = []
+        if eligible:
+            scores, ids = self.index.vectors.search(self.embed_query(query), k, allowed)
+            for rank, (score, position) in enumerate(zip(scores.tolist(), ids.tolist()), start=1):
+                if min_score is not None and score < min_score:
+                    break
+                matches.append(Match(self.catalog[int(position)], round(float(score), 6), rank))
+        return RouteResult(
+            query=query,
+            k=k,
+            matches=tuple(matches),
+            eligible=eligible,
+            catalog_fingerprint=self.catalog.fingerprint,
+            took_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def route_many(
+        self, queries: Sequence[str], k: int = DEFAULT_K, rules: TagRules | None = None
+    ) -> list[RouteResult]:
+        return [self.route(query, k, rules) for query in queries]
+
+
+def _check_query(query: str) -> str:
+    if not isinstance(query, str):
+        raise InvalidQuery("query", f"must be a string, not {type(query).__name__}")
+    stripped = query.strip()
+    if not stripped:
+        raise InvalidQuery("query", "is empty; send the user's request as text")
+    if len(stripped) > MAX_QUERY_CHARS:
+        raise InvalidQuery(
+            "query",
+            f"is {len(stripped)} characters; the limit is {MAX_QUERY_CHARS}. Send the latest user "
+            "turn (or a summary of it), not the whole conversation",
+        )
+    return stripped
+
+
+def _check_k(k: int) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InvalidQuery("k", f"must be an integer from 1 to {MAX_K}, got {k!r}")
+
+
+def check_format(output_format: str) -> OutputFormat:
+    if output_format not in OUTPUT_FORMATS:
+        raise InvalidQuery("format", f"unknown format {output_format!r}; use one of {', '.join(OUTPUT_FORMATS)}")
+    return output_format  # type: ignore[return-value]
+
+

@@ -1,0 +1,201 @@
+"""HTTP API: ``POST /route``, ``GET /tools``, ``GET /healthz``. OpenAPI docs at ``/docs``.
+
+``create_app(router)`` serves a router built in-process (tests, embedding in another app);
+``create_app(settings=...)`` loads the saved index named by the settings when the app starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+import orjson
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolsift._version import __version__
+from toolsift.errors import NotReady, ToolsiftError
+from toolsift.router import MAX_K, Router, TagRules, format_tool
+from toolsift.router.router import MAX_QUERY_CHARS
+from toolsift.settings import Settings
+
+logger = logging.getLogger("toolsift.service")
+
+Format = Literal["toolsift", "openai", "anthropic", "mcp"]
+
+
+class JSONBytes(Response):
+    """JSON via orjson, keys sorted: the same content always gives the same bytes."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content, option=orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY)
+
+
+class TagRulesIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    any: list[str] = Field(default_factory=list, description="A tool needs at least one of these tags")
+    all: list[str] = Field(default_factory=list, description="A tool needs every one of these tags")
+    exclude: list[str] = Field(default_factory=list, description="A tool must carry none of these tags")
+
+
+class RouteRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"query": "what's the weather in Paris tomorrow", "k": 3}]},
+    )
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The user's request")
+    k: int = Field(default=5, ge=1, le=MAX_K, description="How many tools to return at most")
+    tags: TagRulesIn | list[str] | None = Field(
+        default=None, description="Tag rules applied before ranking; a plain list means 'any of'"
+    )
+    format: Format = Field(default="toolsift", description="Shape of the returned tool definitions")
+    min_score: float | None = Field(
+        default=None, ge=-1.0, le=1.0, description="Drop tools whose cosine score is below this"
+    )
+
+    def rules(self) -> TagRules:
+        if self.tags is None:
+            return TagRules()
+        if isinstance(self.tags, list):
+            return TagRules.parse(any_of=self.tags)
+        return TagRules.parse(self.tags.any, self.tags.all, self.tags.exclude)
+
+
+class MatchOut(BaseModel):
+    name: str
+    score: float
+    rank: int
+
+
+class RouteResponse(BaseModel):
+    tools: list[dict[str, Any]] = Field(description="Tool definitions, in canonical (name) order")
+    matches: list[MatchOut] = Field(description="The same tools ranked best first, with scores")
+    fingerprint: str = Field(description="sha256 of the returned subset; equal subsets, equal value")
+    catalog_fingerprint: str
+    eligible: int = Field(description="Tools left after tag rules")
+    k: int
+    format: Format
+    took_ms: float
+
+
+class RouterHolder:
+    """The live router; swapped whole, so each request sees one consistent index."""
+
+    def __init__(self, router: Router | None = None) -> None:
+        self._router = router
+        self._lock = threading.Lock()
+
+    def get(self) -> Router:
+        router = self._router
+        if router is None:
+            raise NotReady()
+        return router
+
+    def set(self, router: Router) -> None:
+        with self._lock:
+            self._router = router
+
+
+def create_app(router: Router | None = None, *, settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings.from_env()
+    holder = RouterHolder(router)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if router is None:
+            logger.info("loading index from %s", settings.index_path)
+            holder.set(Router.load(settings.index_path))
+        yield
+
+    app = FastAPI(
+        title="toolsift",
+        version=__version__,
+        summary="Pick the few tools an LLM should see, in a stable, cache-friendly form.",
+        default_response_class=JSONBytes,
+        lifespan=lifespan,
+    )
+    app.state.routers = holder
+
+    @app.exception_handler(ToolsiftError)
+    async def toolsift_error(request: Request, error: ToolsiftError) -> Response:
+        return JSONBytes(
+            {"error": {"type": type(error).__name__, "message": str(error)}},
+            status_code=error.status_code,
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, error: RequestValidationError) -> Response:
+        problems = [
+            {
+                "field": ".".join(str(part) for part in item.get("loc", ()) if part != "body"),
+                "message": item.get("msg", ""),
+            }
+            for item in error.errors()
+        ]
+        message = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems)
+        return JSONBytes(
+            {"error": {"type": "InvalidRequest", "message": message, "problems": problems}},
+            status_code=422,
+        )
+
+    @app.post("/route", response_model=RouteResponse, summary="Pick the tools for a query")
+    def route(request: RouteRequest) -> dict[str, Any]:
+        result = holder.get().route(
+            request.query, request.k, request.rules(), min_score=request.min_score
+        )
+        return {
+            "tools": result.definitions(request.format),
+            "matches": [{"name": m.name, "score": m.score, "rank": m.rank} for m in result.matches],
+            "fingerprint": result.fingerprint,
+            "catalog_fingerprint": result.catalog_fingerprint,
+            "eligible": result.eligible,
+            "k": result.k,
+            "format": request.format,
+            "took_ms": round(result.took_ms, 3),
+        }
+
+    @app.get("/tools", summary="List the catalog's tools")
+    def tools(
+        tag: Annotated[list[str] | None, Query(description="Only tools with any of these tags")] = None,
+        format: Format = "toolsift",
+        offset: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    ) -> dict[str, Any]:
+        current = holder.get()
+        catalog = current.catalog
+        allowed = current.tag_index.allowed(TagRules.parse(any_of=tag or []))
+        positions = range(len(catalog)) if allowed is None else allowed.tolist()
+        selected = sorted((catalog[int(p)] for p in positions), key=lambda tool: tool.name)
+        page = selected[offset:offset + limit]
+        return {
+            "total": len(selected),
+            "offset": offset,
+            "limit": limit,
+            "tools": [format_tool(tool, format) for tool in page],
+            "tags": catalog.tag_counts(),
+            "catalog_fingerprint": catalog.fingerprint,
+        }
+
+    @app.get("/healthz", summary="Liveness and what is loaded")
+    def healthz() -> dict[str, Any]:
+        current = holder.get()
+        manifest = current.index.manifest
+        return {
+            "status": "ok",
+            "version": __version__,
+            "tools": len(current.catalog),
+            "model": manifest.model,
+            "index_kind": manifest.kind,
+            "catalog_fingerprint": manifest.catalog_fingerprint,
+        }
+
+    return app

@@ -1,0 +1,74 @@
+"""Settings read from an injectable mapping (``os.environ`` by default) with a ``TOOLSIFT_`` prefix.
+
+Explicit arguments win over the environment, which wins over the defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from toolsift.errors import ToolsiftError
+
+PREFIX = "TOOLSIFT_"
+BUNDLED_CATALOG = Path(__file__).parent / "data" / "default_catalog.yaml"
+
+
+def _default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "toolsift"
+
+
+@dataclass(frozen=True)
+class Settings:
+    index_path: Path = Path("var/index")
+    catalog_path: Path | None = None
+    model: str = "all-MiniLM-L6-v2"
+    index_kind: str = "flat"
+    cache_dir: Path | None = field(default_factory=_default_cache_dir)
+    host: str = "127.0.0.1"
+    port: int = 8000
+    default_k: int = 5
+    log_level: str = "info"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for spec in fields(cls):
+            raw = environ.get(PREFIX + spec.name.upper())
+            if raw is None or raw == "":
+                continue
+            values[spec.name] = _cast(spec.name, raw)
+        values.update({key: value for key, value in overrides.items() if value is not None})
+        return replace(cls(), **values)
+
+    def cache_file(self) -> Path | None:
+        return None if self.cache_dir is None else self.cache_dir / "embeddings.sqlite"
+
+
+def _as_path_or_none(raw: str) -> Path | None:
+    return None if raw.lower() in ("none", "off", "false", "0") else Path(raw)
+
+
+_CASTS: dict[str, Callable[[str], Any]] = {
+    "index_path": Path,
+    "catalog_path": Path,
+    "cache_dir": _as_path_or_none,
+    "port": int,
+    "default_k": int,
+}
+
+
+def _cast(name: str, raw: str) -> Any:
+    cast = _CASTS.get(name, str)
+    try:
+        return cast(raw)
+    except ValueError:
+        raise ToolsiftError(
+            f"environment variable {PREFIX}{name.upper()}={raw!r} is not valid; expected "
+            f"{getattr(cast, '__name__', 'a value')}"
+        ) from None
