@@ -67,6 +67,9 @@ class SentenceTransformerEmbedder:
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # no weight-loading progress bar
         try:
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
+
+            transformers_logging.disable_progress_bar()
         except ImportError:
             raise EmbedderUnavailable(
                 model, "sentence-transformers is not installed",

@@ -109,7 +109,7 @@ class ToolIndex:
         try:
             with open(staging / CATALOG, "wb") as handle:
                 for record in self.catalog.to_records():
-                    handle.write(orjson.dumps(record, option=orjson.OPT_SORT_KEYS) + b"\n")
+                    handle.write(orjson.dumps(record) + b"\n")  # keeps parameter order
             self.vectors.save(staging / VECTORS)
             (staging / MANIFEST).write_bytes(
                 orjson.dumps(asdict(self.manifest), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)

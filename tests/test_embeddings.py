@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toolsift.catalog import parse_tool
+from toolsift.embeddings import (
+    Embedder,
+    EmbeddingCache,
+    HashingEmbedder,
+    compose_tool_text,
+    embed_documents_cached,
+    get_embedder,
+    split_identifier,
+)
+from toolsift.errors import EmbedderUnavailable
+from toolsift.types import Matrix
+
+
+@pytest.mark.parametrize(
+    ("identifier", "words"),
+    [
+        ("getCurrentCryptoPrices", "get current crypto prices"),
+        ("send_email", "send email"),
+        ("HTTPServerStatus", "http server status"),
+        ("hf:YituTech/conv-bert-base", "hf yitu tech conv bert base"),
+        ("list_pods_v2", "list pods v2"),
+    ],
+)
+def test_split_identifier(identifier: str, words: str) -> None:
+    assert split_identifier(identifier) == words
+
+
+def test_tool_text_has_name_words_description_tags_and_parameters() -> None:
+    tool = parse_tool(
+        {
+            "name": "getWeatherForecast",
+            "description": "Forecast for the coming days.",
+            "tags": ["weather"],
+            "parameters": {"type": "object", "properties": {"cityName": {"type": "string"}}},
+            "examples": ["will it rain tomorrow"],
+        }
+    )
+    text = compose_tool_text(tool)
+    assert text.startswith("get weather forecast: Forecast for the coming days.")
+    assert "Tags: weather." in text and "Parameters: city name." in text and "will it rain tomorrow" in text
+
+
+def test_hashing_embedder_is_deterministic_and_normalised() -> None:
+    embedder = HashingEmbedder(32)
+    first = embedder.embed_documents(["send an email", "weather today"])
+    again = HashingEmbedder(32).embed_queries(["send an email", "weather today"])
+    assert first.shape == (2, 32) and first.dtype == np.float32
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_allclose(np.linalg.norm(first, axis=1), 1.0, rtol=1e-6)
+
+
+class CountingEmbedder:
+    """Wraps an embedder and records which texts it was asked to embed."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.seen: list[str] = []
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed_documents(self, texts: Sequence[str], *, progress: bool = False) -> Matrix:
+        self.seen.extend(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        return self.inner.embed_queries(texts)
+
+
+def test_cache_reembeds_only_changed_texts(cache_path: Path) -> None:
+    embedder = CountingEmbedder(HashingEmbedder(32))
+    cache = EmbeddingCache(cache_path)
+    first, stats = embed_documents_cached(embedder, ["a", "b", "c"], cache)
+    assert (stats.hits, stats.misses) == (0, 3)
+    cache.close()
+
+    reopened = EmbeddingCache(cache_path)  # survives a restart
+    embedder.seen.clear()
+    second, stats = embed_documents_cached(embedder, ["a", "b changed", "c"], reopened)
+    assert embedder.seen == ["b changed"]
+    assert (stats.hits, stats.misses) == (2, 1)
+    np.testing.assert_array_equal(second[[0, 2]], first[[0, 2]])
+    np.testing.assert_array_equal(second[1], HashingEmbedder(32).embed_documents(["b changed"])[0])
+
+
+def test_cache_is_keyed_by_model(cache_path: Path) -> None:
+    cache = EmbeddingCache(cache_path)
+    embed_documents_cached(HashingEmbedder(32), ["a"], cache)
+    other = CountingEmbedder(HashingEmbedder(64))
+    vectors, stats = embed_documents_cached(other, ["a"], cache)
+    assert stats.misses == 1 and vectors.shape == (1, 64)
+
+
+def test_unknown_model_says_what_to_use() -> None:
+    with pytest.raises(EmbedderUnavailable, match="not a packaged model name.*Use one of all-MiniLM-L6-v2"):
+        get_embedder("no-such-model")
+
+
+@pytest.mark.model
+def test_real_model_loads_offline_and_is_semantic(real_embedder: Embedder) -> None:
+    assert real_embedder.name == "all-MiniLM-L6-v2"
+    assert real_embedder.dimension == 384
+    docs = real_embedder.embed_documents(
+        ["get weather: current temperature and rain for a city", "send email: send a message to someone"]
+    )
+    query = real_embedder.embed_queries(["will it rain in Paris today?"])[0]
+    np.testing.assert_allclose(np.linalg.norm(docs, axis=1), 1.0, rtol=1e-5)
+    scores = docs @ query
+    assert scores[0] > scores[1] + 0.1

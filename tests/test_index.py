@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toolsift import Catalog
+from toolsift.embeddings import HashingEmbedder, compose_tool_text
+from toolsift.errors import IndexMismatch, IndexNotFound
+from toolsift.index import ExactIndex, FaissIndex, ToolIndex
+
+
+def random_unit_vectors(n: int, dim: int, seed: int) -> np.ndarray:
+    vectors = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_faiss_matches_exact_reference(kind: str) -> None:
+    vectors = random_unit_vectors(2000, 32, seed=1)
+    queries = random_unit_vectors(20, 32, seed=2)
+    faiss_index = FaissIndex.from_vectors(vectors, kind)  # type: ignore[arg-type]
+    exact = ExactIndex(vectors)
+    agree = 0
+    for query in queries:
+        f_scores, f_ids = faiss_index.search(query, 10)
+        e_scores, e_ids = exact.search(query, 10)
+        if kind == "flat":
+            np.testing.assert_array_equal(f_ids, e_ids)
+            np.testing.assert_allclose(f_scores, e_scores, rtol=1e-5, atol=1e-6)
+        agree += len(set(f_ids.tolist()) & set(e_ids.tolist()))
+    assert agree / (10 * len(queries)) >= 0.95  # HNSW recall@10
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_allowed_ids_restrict_results(kind: str) -> None:
+    vectors = random_unit_vectors(500, 16, seed=3)
+    index = FaissIndex.from_vectors(vectors, kind)  # type: ignore[arg-type]
+    allowed = np.arange(0, 500, 7, dtype=np.int64)
+    query = random_unit_vectors(1, 16, seed=4)[0]
+    scores, ids = index.search(query, 5, allowed)
+    assert set(ids.tolist()) <= set(allowed.tolist())
+    e_scores, e_ids = ExactIndex(vectors).search(query, 5, allowed)
+    np.testing.assert_array_equal(ids, e_ids)
+    assert list(scores) == sorted(scores, reverse=True)
+
+
+def test_fewer_allowed_than_k_returns_all_allowed() -> None:
+    index = FaissIndex.from_vectors(random_unit_vectors(50, 8, seed=5))
+    scores, ids = index.search(random_unit_vectors(1, 8, seed=6)[0], 10, np.array([3, 9, 27]))
+    assert sorted(ids.tolist()) == [3, 9, 27]
+    empty_scores, empty_ids = index.search(random_unit_vectors(1, 8, seed=6)[0], 10, np.array([], dtype=np.int64))
+    assert len(empty_ids) == 0
+
+
+def test_save_and_load_round_trip(tmp_path: Path, tiny_catalog: Catalog) -> None:
+    embedder = HashingEmbedder(64)
+    index, stats = ToolIndex.build(tiny_catalog, embedder)
+    assert stats.tools == len(tiny_catalog) == stats.embedded
+    folder = index.save(tmp_path / "idx")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["model"] == "hashing-64" and manifest["dimension"] == 64
+    assert manifest["catalog_fingerprint"] == tiny_catalog.fingerprint
+    assert manifest["normalized"] is True and manifest["toolsift_version"]
+    loaded = ToolIndex.load(folder, expected_model="hashing-64", expected_catalog=tiny_catalog.fingerprint)
+    assert loaded.catalog.names == tiny_catalog.names
+    # parameter order survives the round trip, so rebuilt tool texts (and vectors) are identical
+    assert [compose_tool_text(t) for t in loaded.catalog] == [compose_tool_text(t) for t in tiny_catalog]
+    assert loaded.catalog.get("send_email").parameter_names() == ["to", "subject"]  # type: ignore[union-attr]
+    query = embedder.embed_queries(["weather in Rome"])[0]
+    assert loaded.vectors.search(query, 3)[1].tolist() == index.vectors.search(query, 3)[1].tolist()
+
+
+def test_save_replaces_an_existing_index_whole(tmp_path: Path, tiny_catalog: Catalog) -> None:
+    embedder = HashingEmbedder(64)
+    first, _ = ToolIndex.build(tiny_catalog, embedder)
+    first.save(tmp_path / "idx")
+    smaller = Catalog(list(tiny_catalog)[:3])
+    second, _ = ToolIndex.build(smaller, embedder)
+    second.save(tmp_path / "idx")
+    assert len(ToolIndex.load(tmp_path / "idx").catalog) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]  # no staging folders left
+
+
+def test_load_refuses_mismatches(tmp_path: Path, tiny_catalog: Catalog) -> None:
+    index, _ = ToolIndex.build(tiny_catalog, HashingEmbedder(64))
+    folder = index.save(tmp_path / "idx")
+    with pytest.raises(IndexMismatch, match="embedding model 'hashing-64'.*'all-MiniLM-L6-v2' was expected"):
+        ToolIndex.load(folder, expected_model="all-MiniLM-L6-v2")
+    with pytest.raises(IndexMismatch, match="catalog fingerprint"):
+        ToolIndex.load(folder, expected_catalog="sha256:" + "0" * 64)
+
+    catalog_file = folder / "catalog.jsonl"
+    catalog_file.write_text(catalog_file.read_text().replace("Send an email", "Send a letter"))
+    with pytest.raises(IndexMismatch, match="edited after the build"):
+        ToolIndex.load(folder)
+
+
+def test_load_refuses_other_format_versions(tmp_path: Path, tiny_catalog: Catalog) -> None:
+    folder = ToolIndex.build(tiny_catalog, HashingEmbedder(64))[0].save(tmp_path / "idx")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["format_version"] = 999
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexMismatch, match="index format version"):
+        ToolIndex.load(folder)
+
+
+def test_missing_index_says_how_to_build(tmp_path: Path) -> None:
+    with pytest.raises(IndexNotFound, match="manifest.json is missing.*toolsift build"):
+        ToolIndex.load(tmp_path / "nothing")
