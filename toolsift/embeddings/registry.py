@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import threading
+
 from toolsift.embeddings.base import Embedder
 from toolsift.embeddings.hashing import HashingEmbedder
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
+_loaded: dict[str, Embedder] = {}
+_lock = threading.Lock()
+
 
 def get_embedder(name: str = DEFAULT_MODEL) -> Embedder:
-    """``all-MiniLM-L6-v2`` (default), ``hashing-N`` (test double), or a local model folder."""
+    """``all-MiniLM-L6-v2`` (default), ``hashing-N`` (test double), or a local model folder.
+
+    Models are loaded once per process and shared: a reload or a second router reuses them."""
     if name.startswith("hashing-") and name.removeprefix("hashing-").isdigit():
         return HashingEmbedder(int(name.removeprefix("hashing-")))
-    from toolsift.embeddings.sentence_transformer import SentenceTransformerEmbedder
+    with _lock:
+        if name not in _loaded:
+            from toolsift.embeddings.sentence_transformer import SentenceTransformerEmbedder
 
-    return SentenceTransformerEmbedder(name.removeprefix("local:"))
+            _loaded[name] = SentenceTransformerEmbedder(name.removeprefix("local:"))
+        return _loaded[name]

@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import TINY_TOOLS
+from toolsift.cli import main
+
+COMMANDS = ["build", "route", "serve", "validate"]
+
+
+@pytest.fixture
+def tiny_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.jsonl"
+    path.write_text("\n".join(json.dumps(tool) for tool in TINY_TOOLS))
+    return path
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"TOOLSIFT_MODEL": "hashing-64", "TOOLSIFT_CACHE_DIR": str(tmp_path / "cache")}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(command: str) -> None:
+    result = CliRunner().invoke(main, [command, "--help"])
+    assert result.exit_code == 0 and "Usage:" in result.output
+
+
+def test_build_then_route(tmp_path: Path, tiny_file: Path, env: dict[str, str]) -> None:
+    runner = CliRunner()
+    out = tmp_path / "idx"
+    built = runner.invoke(main, ["build", str(tiny_file), "--out", str(out), "-q"], env=env)
+    assert built.exit_code == 0, built.output
+    assert "indexed 8 tools" in built.output and "8 embedded, 0 from cache" in built.output
+    again = runner.invoke(main, ["build", str(tiny_file), "--out", str(out), "-q"], env=env)
+    assert "0 embedded, 8 from cache" in again.output
+
+    routed = runner.invoke(main, ["route", "weather", "--index", str(out), "-k", "2", "--tags", "weather"])
+    assert routed.exit_code == 0, routed.output
+    assert "get_weather" in routed.output and "get_forecast" in routed.output and "2 eligible" in routed.output
+
+    as_json = runner.invoke(main, ["route", "weather", "--index", str(out), "-k", "1", "--json", "--format", "anthropic"])
+    payload = json.loads(as_json.output)
+    assert payload["tools"][0]["input_schema"] and payload["fingerprint"].startswith("sha256:")
+
+
+def test_route_errors_are_one_line_not_tracebacks(tmp_path: Path, tiny_file: Path, env: dict[str, str]) -> None:
+    runner = CliRunner()
+    runner.invoke(main, ["build", str(tiny_file), "--out", str(tmp_path / "idx"), "-q"], env=env)
+    bad_tag = runner.invoke(main, ["route", "x", "--index", str(tmp_path / "idx"), "--tags", "wether"])
+    assert bad_tag.exit_code == 1 and "Did you mean 'weather'" in bad_tag.output
+    assert "Traceback" not in bad_tag.output
+    no_index = runner.invoke(main, ["route", "x", "--index", str(tmp_path / "missing")])
+    assert no_index.exit_code == 1 and "toolsift build" in no_index.output
+
+
+def test_validate(tmp_path: Path, tiny_file: Path) -> None:
+    runner = CliRunner()
+    good = runner.invoke(main, ["validate", str(tiny_file)])
+    assert good.exit_code == 0 and "8 valid tools" in good.output and "weather: 2" in good.output
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"name": "a", "description": "A"}\n{"name": "a", "description": "again"}\n')
+    bad = runner.invoke(main, ["validate", str(broken)])
+    assert bad.exit_code == 1 and "broken.jsonl" in bad.output and "duplicate tool name" in bad.output
+
+
+@pytest.mark.model
+def test_build_and_route_the_bundled_catalog_with_the_real_model(tmp_path: Path) -> None:
+    runner = CliRunner()
+    env = {"TOOLSIFT_CACHE_DIR": str(tmp_path / "cache")}
+    built = runner.invoke(main, ["build", "--out", str(tmp_path / "idx"), "-q"], env=env)
+    assert built.exit_code == 0, built.output
+    routed = runner.invoke(main, ["route", "convert 100 dollars to euros", "--index", str(tmp_path / "idx"), "-k", "1", "--json"])
+    assert routed.exit_code == 0, routed.output
+    assert json.loads(routed.output)["matches"][0]["name"] == "get_exchange_rate"
+
+
+def test_serve_runs_a_real_http_server(tmp_path: Path, tiny_file: Path, env: dict[str, str]) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    CliRunner().invoke(main, ["build", str(tiny_file), "--out", str(tmp_path / "idx"), "-q"], env=env)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolsift", "serve", "--index", str(tmp_path / "idx"), "--port", str(port)],
+        env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
+                    health = json.loads(response.read())
+                break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise AssertionError(process.stdout.read().decode() if process.stdout else "no output") from None
+                time.sleep(0.2)
+        assert health["tools"] == 8
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/route", data=json.dumps({"query": "weather", "k": 1, "tags": ["weather"]}).encode(),
+            headers={"content-type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=5) as response:
+            assert json.loads(response.read())["matches"][0]["name"] in {"get_weather", "get_forecast"}
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        if process.stdout:
+            process.stdout.close()

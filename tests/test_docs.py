@@ -1,0 +1,29 @@
+"""The README keeps up with the CLI and the HTTP API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolsift import Router
+from toolsift.cli import main
+from toolsift.service import create_app
+
+README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("command", sorted(main.commands))
+def test_every_command_is_documented(command: str) -> None:
+    assert f"toolsift {command}" in README
+
+
+def test_every_route_is_documented(tiny_router: Router) -> None:
+    paths = {route.path for route in create_app(tiny_router).routes if not route.path.startswith(("/docs", "/redoc", "/openapi"))}
+    assert paths == {"/route", "/tools", "/healthz"}
+    for path in paths:
+        assert f" {path}`" in README, path
+
+
+def test_readme_gives_the_two_commands() -> None:
+    assert "make serve" in README and "make test" in README

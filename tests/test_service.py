@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from toolsift import Router
+from toolsift.service import create_app
+from toolsift.settings import Settings
+
+
+@pytest.fixture
+def client(tiny_router: Router) -> Iterator[TestClient]:
+    with TestClient(create_app(tiny_router)) as test_client:
+        yield test_client
+
+
+def test_route_returns_tools_matches_and_fingerprint(client: TestClient) -> None:
+    response = client.post("/route", json={"query": "send an email", "k": 2})
+    assert response.status_code == 200
+    body = response.json()
+    assert len(body["tools"]) == len(body["matches"]) == 2
+    assert [t["name"] for t in body["tools"]] == sorted(m["name"] for m in body["matches"])
+    assert body["matches"][0]["rank"] == 1 and body["matches"][0]["score"] >= body["matches"][1]["score"]
+    assert body["fingerprint"].startswith("sha256:") and body["eligible"] == 8 and body["format"] == "toolsift"
+
+
+def test_route_tag_rules_and_formats(client: TestClient) -> None:
+    body = client.post(
+        "/route",
+        json={"query": "remove it", "k": 3, "tags": {"any": ["files", "calendar"], "exclude": ["read"]}, "format": "openai"},
+    ).json()
+    assert {t["function"]["name"] for t in body["tools"]} == {"delete_file", "create_event"}
+    assert all(t["type"] == "function" for t in body["tools"])
+    plain_list = client.post("/route", json={"query": "x", "tags": ["weather"], "format": "anthropic"}).json()
+    assert {t["name"] for t in plain_list["tools"]} == {"get_weather", "get_forecast"}
+    assert all("input_schema" in t for t in plain_list["tools"])
+    mcp = client.post("/route", json={"query": "delete", "k": 1, "tags": ["admin"], "format": "mcp"}).json()
+    assert mcp["tools"][0]["annotations"] == {"destructiveHint": True}
+
+
+def test_same_request_gives_identical_bytes(client: TestClient) -> None:
+    def stable(raw: bytes) -> bytes:
+        import json
+
+        body = json.loads(raw)
+        body.pop("took_ms")
+        return json.dumps(body).encode()
+
+    first = client.post("/route", json={"query": "weather tomorrow", "k": 3}).content
+    second = client.post("/route", json={"query": "weather tomorrow", "k": 3}).content
+    assert stable(first) == stable(second)
+
+
+@pytest.mark.parametrize(
+    ("payload", "status", "fragment"),
+    [
+        ({"query": ""}, 422, "query"),
+        ({"query": "x" * 9000}, 422, "query"),
+        ({"query": "ok", "k": 0}, 422, "k"),
+        ({"query": "ok", "k": 100000}, 422, "k"),
+        ({"query": "ok", "format": "xml"}, 422, "format"),
+        ({"query": "ok", "surprise": 1}, 422, "surprise"),
+        ({"k": 3}, 422, "query"),
+        ({"query": "ok", "tags": ["wether"]}, 400, "Did you mean 'weather'"),
+        ({"query": "   "}, 400, "query: is empty"),
+    ],
+)
+def test_bad_requests_get_clear_4xx(client: TestClient, payload: dict[str, object], status: int, fragment: str) -> None:
+    response = client.post("/route", json=payload)
+    assert response.status_code == status
+    assert fragment in response.json()["error"]["message"]
+
+
+def test_malformed_json_is_a_422(client: TestClient) -> None:
+    response = client.post("/route", content=b"{not json", headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert response.json()["error"]["type"] == "InvalidRequest"
+
+
+def test_tools_listing_filters_and_pages(client: TestClient) -> None:
+    everything = client.get("/tools").json()
+    assert everything["total"] == 8 and everything["tags"]["read"] == 4
+    weather = client.get("/tools", params={"tag": "weather", "format": "mcp"}).json()
+    assert [t["name"] for t in weather["tools"]] == ["get_forecast", "get_weather"]
+    assert "inputSchema" in weather["tools"][0]
+    page = client.get("/tools", params={"offset": 2, "limit": 2}).json()
+    assert [t["name"] for t in page["tools"]] == sorted(t["name"] for t in everything["tools"])[2:4]
+    assert client.get("/tools", params={"tag": "nope"}).status_code == 400
+
+
+def test_healthz_and_openapi(client: TestClient) -> None:
+    health = client.get("/healthz").json()
+    assert health["status"] == "ok" and health["tools"] == 8 and health["model"] == "hashing-64"
+    spec = client.get("/openapi.json").json()
+    assert {"/route", "/tools", "/healthz"} <= set(spec["paths"])
+    assert client.get("/docs").status_code == 200
+
+
+@pytest.mark.model
+def test_service_loads_a_saved_index_at_startup(bundled_index: Path) -> None:
+    settings = Settings.from_env({}, index_path=bundled_index)
+    with TestClient(create_app(settings=settings)) as client:
+        assert client.get("/healthz").json()["model"] == "all-MiniLM-L6-v2"
+        body = client.post("/route", json={"query": "Will it rain in Seattle this weekend?", "k": 3}).json()
+        assert body["matches"][0]["name"] == "get_weather_forecast"
+        assert body["eligible"] >= 200
+
+
+def test_service_refuses_to_start_without_an_index(tmp_path: Path) -> None:
+    from toolsift.errors import IndexNotFound
+
+    settings = Settings.from_env({}, index_path=tmp_path / "none")
+    with pytest.raises(IndexNotFound, match="toolsift build"):
+        with TestClient(create_app(settings=settings)):
+            pass

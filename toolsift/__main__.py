@@ -1,0 +1,3 @@
+from toolsift.cli import main
+
+main()
