@@ -144,10 +144,15 @@ def test_unknown_field_is_a_typo_error() -> None:
         parse_catalog([{"name": "t", "description": "d", "descripton": "typo"}])
 
 
-@pytest.mark.parametrize("name", ["", "has space", " padded", "tab\tname"])
+@pytest.mark.parametrize("name", ["", " padded", "trailing ", "tab\tname", "new\nline"])
 def test_bad_names(name: str) -> None:
     with pytest.raises(CatalogError, match="field 'name'"):
         parse_catalog([{"name": name, "description": "d"}])
+
+
+def test_names_from_real_catalogs_are_accepted() -> None:
+    names = ["hf:YituTech/conv-bert-base", "requestFirst Aid Assistance", "PDF&URLTool", "ns.tool/v2"]
+    assert parse_catalog([{"name": n, "description": "d"} for n in names]).names == names
 
 
 def test_file_level_errors(tmp_path: Path) -> None:

@@ -54,8 +54,8 @@ class Tool(BaseModel):
     @field_validator("name")
     @classmethod
     def _check_name(cls, name: str) -> str:
-        if name != name.strip() or _CONTROL_CHARS.search(name) or " " in name:
-            raise ValueError("must not contain spaces or control characters")
+        if name != name.strip() or _CONTROL_CHARS.search(name):
+            raise ValueError("must not start or end with whitespace, nor contain control characters")
         return name
 
     @field_validator("tags")

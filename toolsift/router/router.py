@@ -122,18 +122,25 @@ class Router:
 
     # -- routing ---------------------------------------------------------------------------
 
-    def embed_query(self, query: str) -> Vector:
+    def embed_queries(self, queries: Sequence[str]) -> list[Vector]:
+        """Query vectors, from the in-memory LRU cache where possible; misses embed in one batch."""
+        found: dict[str, Vector] = {}
         with self._lock:
-            cached = self._query_cache.get(query)
-            if cached is not None:
-                self._query_cache.move_to_end(query)
-                return cached
-        vector = self.embedder.embed_queries([query])[0]
-        with self._lock:
-            self._query_cache[query] = vector
-            if len(self._query_cache) > QUERY_CACHE_SIZE:
-                self._query_cache.popitem(last=False)
-        return vector
+            for query in queries:
+                cached = self._query_cache.get(query)
+                if cached is not None:
+                    self._query_cache.move_to_end(query)
+                    found[query] = cached
+        missing = list(dict.fromkeys(q for q in queries if q not in found))
+        if missing:
+            fresh = self.embedder.embed_queries(missing)
+            with self._lock:
+                for query, vector in zip(missing, fresh, strict=True):
+                    found[query] = vector
+                    self._query_cache[query] = vector
+                while len(self._query_cache) > QUERY_CACHE_SIZE:
+                    self._query_cache.popitem(last=False)
+        return [found[query] for query in queries]
 
     def route(
         self,
@@ -147,31 +154,43 @@ class Router:
 
         When ``k`` or fewer tools are eligible, all of them come back (ranked). ``min_score``
         drops matches scoring below it, so a query no tool fits can return fewer or none."""
+        return self.route_many([query], k, rules, min_score=min_score)[0]
+
+    def route_many(
+        self,
+        queries: Sequence[str],
+        k: int = DEFAULT_K,
+        rules: TagRules | None = None,
+        *,
+        min_score: float | None = None,
+    ) -> list[RouteResult]:
+        """``route`` for several queries, embedding them in one batch."""
         started = time.perf_counter()
-        query = _check_query(query)
+        checked = [_check_query(query) for query in queries]
         _check_k(k)
         allowed = self.tag_index.allowed(rules or TagRules())
         eligible = len(self.catalog) if allowed is None else int(allowed.shape[0])
-        matches: list[Match] = []
-        if eligible:
-            scores, ids = self.index.vectors.search(self.embed_query(query), k, allowed)
-            for rank, (score, position) in enumerate(zip(scores.tolist(), ids.tolist()), start=1):
-                if min_score is not None and score < min_score:
-                    break
-                matches.append(Match(self.catalog[int(position)], round(float(score), 6), rank))
-        return RouteResult(
-            query=query,
-            k=k,
-            matches=tuple(matches),
-            eligible=eligible,
-            catalog_fingerprint=self.catalog.fingerprint,
-            took_ms=(time.perf_counter() - started) * 1000,
-        )
-
-    def route_many(
-        self, queries: Sequence[str], k: int = DEFAULT_K, rules: TagRules | None = None
-    ) -> list[RouteResult]:
-        return [self.route(query, k, rules) for query in queries]
+        vectors = self.embed_queries(checked) if eligible else [None] * len(checked)
+        results = []
+        for query, vector in zip(checked, vectors, strict=True):
+            matches: list[Match] = []
+            if vector is not None:
+                scores, ids = self.index.vectors.search(vector, k, allowed)
+                for rank, (score, position) in enumerate(zip(scores.tolist(), ids.tolist()), start=1):
+                    if min_score is not None and score < min_score:
+                        break
+                    matches.append(Match(self.catalog[int(position)], round(float(score), 6), rank))
+            results.append(
+                RouteResult(
+                    query=query,
+                    k=k,
+                    matches=tuple(matches),
+                    eligible=eligible,
+                    catalog_fingerprint=self.catalog.fingerprint,
+                    took_ms=(time.perf_counter() - started) * 1000 / max(1, len(checked)),
+                )
+            )
+        return results
 
 
 def _check_query(query: str) -> str:

@@ -1,0 +1,1 @@
+"""Offline benchmarks: selection accuracy against baselines, token savings, and performance."""

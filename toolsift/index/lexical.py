@@ -1,0 +1,69 @@
+"""BM25 over tool texts (bm25s), with a tokenizer that understands identifiers and CJK text."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+import bm25s
+import numpy as np
+
+from toolsift.index.exact import top_k
+from toolsift.types import IdArray
+
+_ALNUM_RUN = re.compile(r"[^\W_]+", re.UNICODE)  # letters and digits; '_' and punctuation split
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+# Hangul, CJK ideographs, kana: scripts where whitespace does not separate words well.
+_CJK_RUN = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+
+Tokenizer = Callable[[str], list[str]]
+
+
+def word_tokens(text: str) -> list[str]:
+    """camelCase split, lower-cased, split on every non-letter/digit: ``getUserID_v2`` ->
+    ``get user id v2``. No stemming, no stop words."""
+    tokens: list[str] = []
+    for run in _ALNUM_RUN.findall(text):
+        tokens.extend(part.lower() for part in _CAMEL_BOUNDARY.split(run) if part)
+    return tokens
+
+
+def cjk_bigrams(text: str) -> list[str]:
+    """Character bigrams of each Hangul/CJK run (a one-character run gives none)."""
+    grams: list[str] = []
+    for run in _CJK_RUN.findall(text):
+        grams.extend(run[i:i + 2] for i in range(len(run) - 1))
+    return grams
+
+
+def word_and_cjk_tokens(text: str) -> list[str]:
+    return word_tokens(text) + cjk_bigrams(text)
+
+
+class LexicalIndex:
+    """Okapi BM25 (Lucene variant, k1=1.5, b=0.75). Documents sharing no token with the query
+    score 0 and are never returned."""
+
+    def __init__(self, texts: Sequence[str], tokenizer: Tokenizer = word_tokens) -> None:
+        self.tokenizer = tokenizer
+        self._size = len(texts)
+        self._bm25 = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+        corpus = [tokenizer(text) or [""] for text in texts]
+        self._bm25.index(corpus, show_progress=False)
+        self._vocabulary: dict[str, int] = self._bm25.vocab_dict
+
+    def __len__(self) -> int:
+        return self._size
+
+    def scores(self, query: str) -> np.ndarray:
+        tokens = [token for token in self.tokenizer(query) if token in self._vocabulary]
+        if not tokens or not self._size:
+            return np.zeros(self._size, dtype=np.float32)
+        return np.asarray(self._bm25.get_scores(tokens), dtype=np.float32)
+
+    def search(self, query: str, k: int, allowed: IdArray | None = None) -> tuple[np.ndarray, IdArray]:
+        scores = self.scores(query)
+        ids = np.arange(self._size, dtype=np.int64) if allowed is None else allowed
+        candidate_scores = scores[ids]
+        positive = candidate_scores > 0
+        return top_k(candidate_scores[positive], ids[positive], k)
