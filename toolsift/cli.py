@@ -151,3 +151,55 @@ def validate(catalog: Path, dialect: str) -> None:
     click.echo(f"{tools.source}: {len(tools)} valid tools, {len(tag_counts)} tags, {tools.fingerprint}")
     for tag, count in tag_counts.items():
         click.echo(f"  {tag}: {count}")
+
+
+def _parse_ks(value: str) -> list[int]:
+    try:
+        ks = sorted({int(part) for part in value.split(",") if part.strip()})
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers such as 1,3,5,10, got {value!r}") from None
+    if not ks or ks[0] < 1:
+        raise click.BadParameter("every K must be a positive integer")
+    return ks
+
+
+@main.command()
+@click.option("--tools", type=click.Path(path_type=Path), help="tools.jsonl of one dataset (with --queries).")
+@click.option("--queries", type=click.Path(path_type=Path), help="queries.jsonl of that dataset.")
+@click.option("--dataset", "dataset_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False), help="A dataset folder holding tools.jsonl and queries.jsonl (repeatable).")
+@click.option("--datasets", "datasets_root", type=click.Path(path_type=Path, file_okay=False), help="Run every dataset folder under this one.")
+@click.option("--k", "ks", default="1,3,5,10", show_default=True, help="Comma-separated cut-offs.")
+@click.option("--methods", default="toolsift,dense,bm25,bm25-cjk,random", show_default=True, help="Comma-separated methods to compare (bm25-cjk runs only where queries are CJK text).")
+@click.option("--limit", type=int, help="Score a seeded random sample of this many queries per dataset.")
+@click.option("--model", help="Embedding model [default: all-MiniLM-L6-v2].")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write the results here as JSON.")
+@click.option("--report", "report_dir", type=click.Path(path_type=Path, file_okay=False), help="Write report.md, report.html and PNG plots here.")
+@click.option("--no-cache", is_flag=True, help="Do not use the on-disk embedding cache.")
+def bench(tools: Path | None, queries: Path | None, dataset_dirs: tuple[Path, ...], datasets_root: Path | None, ks: str, methods: str, limit: int | None, model: str | None, json_path: Path | None, report_dir: Path | None, no_cache: bool) -> None:
+    """Measure selection accuracy of toolsift and baselines (BM25, dense, random) on labelled queries."""
+    from toolsift.bench.datasets import find_datasets, load_dataset
+    from toolsift.bench.runner import results_document, run_benchmarks, write_accuracy_report, write_json
+    from toolsift.embeddings import get_embedder
+
+    cutoffs = _parse_ks(ks)
+    folders = list(dataset_dirs) + (find_datasets(datasets_root) if datasets_root else [])
+    pairs = [(folder / "tools.jsonl", folder / "queries.jsonl") for folder in folders]
+    if tools or queries:
+        if not (tools and queries):
+            raise click.UsageError("--tools and --queries go together")
+        pairs.append((tools, queries))
+    if not pairs:
+        raise click.UsageError("say what to run: --tools T --queries Q, --dataset DIR or --datasets ROOT")
+    datasets = [load_dataset(t, q).sample(limit) for t, q in pairs]
+    settings = Settings.from_env(None, model=model)
+    embedder = get_embedder(settings.model)
+    command = "toolsift bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "toolsift bench"
+    results = run_benchmarks(
+        datasets, embedder, cutoffs, [m.strip() for m in methods.split(",") if m.strip()],
+        _open_cache(settings, no_cache), click.echo,
+    )
+    if json_path:
+        write_json(json_path, results_document(results, embedder, cutoffs, command))
+        click.echo(f"wrote {json_path}")
+    if report_dir:
+        click.echo(f"wrote {write_accuracy_report(report_dir, results, cutoffs, command)}")

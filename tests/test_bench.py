@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import TINY_TOOLS
+from toolsift.bench.datasets import find_datasets, load_dataset
+from toolsift.bench.methods import BM25Method
+from toolsift.bench.metrics import complete_at, evaluate, hit_at, ndcg_at, recall_at, reciprocal_rank
+from toolsift.cli import main
+from toolsift.errors import CatalogError
+
+DATASETS = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
+RANKED = ["a", "b", "c", "d", "e"]
+
+
+def test_recall_hit_complete_by_hand() -> None:
+    assert recall_at(RANKED, {"b", "x"}, 1) == 0.0
+    assert recall_at(RANKED, {"b", "x"}, 2) == 0.5
+    assert recall_at(RANKED, {"b", "d"}, 5) == 1.0
+    assert hit_at(RANKED, {"c"}, 2) == 0.0 and hit_at(RANKED, {"c"}, 3) == 1.0
+    assert complete_at(RANKED, {"a", "d"}, 3) == 0.0 and complete_at(RANKED, {"a", "d"}, 4) == 1.0
+
+
+def test_ndcg_by_hand() -> None:
+    # one relevant at rank 2: DCG = 1/log2(3); ideal = 1/log2(2) = 1
+    assert ndcg_at(RANKED, {"b"}, 5) == pytest.approx(1 / math.log2(3))
+    # relevant at ranks 1 and 3 of two: (1 + 1/log2(4)) / (1 + 1/log2(3))
+    assert ndcg_at(RANKED, {"a", "c"}, 5) == pytest.approx((1 + 0.5) / (1 + 1 / math.log2(3)))
+    assert ndcg_at(RANKED, {"a", "c"}, 1) == 1.0  # ideal at K=1 has one relevant
+    assert ndcg_at(RANKED, {"z"}, 5) == 0.0
+
+
+def test_reciprocal_rank_and_means() -> None:
+    assert reciprocal_rank(RANKED, {"c", "e"}) == pytest.approx(1 / 3)
+    assert reciprocal_rank(RANKED, {"z"}) == 0.0
+    scores = evaluate([RANKED, ["x", "a"]], [{"a"}, {"a"}], [1, 2])
+    assert scores[("recall", 1)] == 0.5 and scores[("recall", 2)] == 1.0
+    assert scores[("mrr", None)] == pytest.approx((1 + 0.5) / 2)
+    with pytest.raises(ValueError):
+        evaluate([RANKED], [], [1])
+
+
+@pytest.fixture
+def tiny_dataset(tmp_path: Path) -> Path:
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    (folder / "tools.jsonl").write_text("\n".join(json.dumps(t) for t in TINY_TOOLS))
+    queries = [
+        {"id": "q1", "query": "send an email to Bob", "relevant": ["send_email"], "lang": "en"},
+        {"id": "q2", "query": "weather forecast for the next days", "relevant": ["get_forecast", "get_weather"], "lang": "en"},
+        {"id": "q3", "query": "convert currencies", "relevant": ["convert_currency"], "lang": "en"},
+        {"id": "q4", "query": "달력 일정 만들기", "relevant": ["create_event"], "lang": "ko"},
+    ]
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps(q, ensure_ascii=False) for q in queries))
+    return folder
+
+
+def test_queries_naming_unknown_tools_are_refused(tiny_dataset: Path) -> None:
+    (tiny_dataset / "queries.jsonl").write_text('{"id": "1", "query": "x", "relevant": ["nope"]}\n')
+    with pytest.raises(CatalogError, match="line 1.*field 'relevant'.*nope"):
+        load_dataset(tiny_dataset / "tools.jsonl", tiny_dataset / "queries.jsonl")
+
+
+def test_bench_command_writes_json_and_report(tmp_path: Path, tiny_dataset: Path) -> None:
+    out = tmp_path / "out.json"
+    report = tmp_path / "report"
+    result = CliRunner().invoke(
+        main,
+        ["bench", "--dataset", str(tiny_dataset), "--k", "1,3", "--json", str(out), "--report", str(report), "--no-cache"],
+        env={"TOOLSIFT_MODEL": "hashing-64"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "| bm25 |" in result.output and "| random |" in result.output
+    document = json.loads(out.read_text())
+    assert document["schema"] == "toolsift-bench/1" and document["ks"] == [1, 3]
+    rows = document["results"]
+    assert {row["method"] for row in rows} == {"toolsift", "dense", "bm25", "bm25-cjk", "random"}
+    assert {row["lang"] for row in rows} == {"all", "en", "ko"}
+    assert set(rows[0]) == {"dataset", "method", "lang", "metric", "k", "value", "queries"}
+    bm25_r1 = next(r for r in rows if (r["method"], r["metric"], r["k"], r["lang"]) == ("bm25", "recall", 1, "en"))
+    assert bm25_r1["value"] == pytest.approx((1 + 0.5 + 1) / 3, abs=1e-3)  # q2 has two relevant tools
+    assert document["datasets"][0]["tokens"]["catalog_tokens"] > 0
+    assert (report / "report.html").is_file() and (report / "recall_tiny.png").stat().st_size > 1000
+    assert "<table>" in (report / "report.html").read_text()
+
+
+def _readme_bm25(folder: Path) -> dict[str, float]:
+    line = next(l for l in (folder / "README.md").read_text().splitlines() if "BM25 (word tokens):" in l)
+    return {key: float(value) for key, value in re.findall(r"(R@\d+|MRR@100|NDCG@10) ([0-9.]+)", line)}
+
+
+@pytest.mark.skipif(not DATASETS.is_dir(), reason="../shared/datasets is not beside the repository")
+@pytest.mark.parametrize("folder", find_datasets(DATASETS) if DATASETS.is_dir() else [], ids=lambda p: p.name)
+def test_bm25_baseline_reproduces_the_dataset_readme(folder: Path) -> None:
+    dataset = load_dataset(folder / "tools.jsonl", folder / "queries.jsonl")
+    rankings = BM25Method(dataset.catalog).rank([q.text for q in dataset.queries], 100)
+    scores = evaluate(rankings, [q.relevant for q in dataset.queries], [1, 5, 10])
+    expected = _readme_bm25(folder)
+    for k in (1, 5, 10):
+        assert scores[("recall", k)] == pytest.approx(expected[f"R@{k}"], abs=0.02)
+    assert scores[("mrr", None)] == pytest.approx(expected["MRR@100"], abs=0.02)
+    assert scores[("ndcg", 10)] == pytest.approx(expected["NDCG@10"], abs=0.02)
