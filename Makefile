@@ -32,3 +32,10 @@ test: install
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis
+
+DATASETS ?= ../shared/datasets
+
+bench: install
+	$(BIN)/toolsift bench --datasets $(DATASETS) --json benchmarks/results/accuracy.json --report benchmarks/report
+	$(BIN)/toolsift perf --sizes 1000,10000,100000 --json benchmarks/results/performance.json --report benchmarks/report
+	$(BIN)/python benchmarks/results_md.py benchmarks/results/accuracy.json benchmarks/results/performance.json > benchmarks/RESULTS.md

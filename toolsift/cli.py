@@ -203,3 +203,34 @@ def bench(tools: Path | None, queries: Path | None, dataset_dirs: tuple[Path, ..
         click.echo(f"wrote {json_path}")
     if report_dir:
         click.echo(f"wrote {write_accuracy_report(report_dir, results, cutoffs, command)}")
+
+
+@main.command()
+@click.option("--sizes", default="1000,10000,100000", show_default=True, help="Comma-separated catalog sizes (synthetic tools).")
+@click.option("--queries", "query_count", type=click.IntRange(10, 100000), default=200, show_default=True, help="Timed queries per size (in-process and over HTTP each).")
+@click.option("--kind", type=click.Choice(INDEX_KINDS), default="flat", show_default=True, help="Index kind the router uses.")
+@click.option("--model", help="Embedding model [default: all-MiniLM-L6-v2].")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write the figures here as JSON.")
+@click.option("--report", "report_dir", type=click.Path(path_type=Path, file_okay=False), help="Write performance.md/.html and a latency plot here.")
+def perf(sizes: str, query_count: int, kind: str, model: str | None, json_path: Path | None, report_dir: Path | None) -> None:
+    """Measure build throughput, route latency (in-process, HTTP) and memory at several catalog sizes."""
+    from toolsift.bench.performance import run_sizes
+    from toolsift.bench.report import performance_tables, plot_latency, write_report
+    from toolsift.bench.runner import write_json
+
+    settings = Settings.from_env(None, model=model)
+    document = run_sizes(_parse_ks(sizes), query_count, kind, settings.model, click.echo)
+    document["command"] = "toolsift perf " + " ".join(sys.argv[2:])
+    click.echo(performance_tables(document))
+    if json_path:
+        write_json(json_path, document)
+        click.echo(f"wrote {json_path}")
+    if report_dir:
+        report_dir.mkdir(parents=True, exist_ok=True)
+        image = plot_latency(document, report_dir)
+        markdown = f"Command: `{document['command']}`\n\n" + performance_tables(document)
+        (report_dir / "performance.md").write_text(f"# toolsift: performance\n\n{markdown}\n![latency]({image.name})\n")
+        from toolsift.bench.report import _to_html
+
+        (report_dir / "performance.html").write_text(_to_html("toolsift: performance", markdown, [image]))
+        click.echo(f"wrote {report_dir / 'performance.html'}")

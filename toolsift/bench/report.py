@@ -66,6 +66,19 @@ def performance_tables(perf: dict[str, Any]) -> str:
             f"{row['http_ms']['p50']:.2f} / {row['http_ms']['p95']:.2f} / {row['http_ms']['p99']:.2f} | "
             f"{row['peak_rss_mib']:.0f} | {row['index_mib']:.1f} |"
         )
+    lines += [
+        "",
+        "Index search alone (query vector given), exact flat vs approximate HNSW on the same vectors:",
+        "",
+        "| tools | flat p50 / p95 ms | HNSW p50 / p95 ms | HNSW build s | HNSW recall@5 vs flat |",
+        "|---|---|---|---|---|",
+    ]
+    for row in perf["sizes"]:
+        lines.append(
+            f"| {row['tools']:,} | {row['flat_search_ms']['p50']:.3f} / {row['flat_search_ms']['p95']:.3f} | "
+            f"{row['hnsw_search_ms']['p50']:.3f} / {row['hnsw_search_ms']['p95']:.3f} | {row['hnsw_build_s']:.1f} | "
+            f"{row['hnsw_recall_at_5']:.3f} |"
+        )
     return "\n".join(lines) + "\n"
 
 

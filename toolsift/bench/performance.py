@@ -1,0 +1,169 @@
+"""Performance at scale: build throughput, route latency (in-process and over HTTP), memory.
+
+Each catalog size runs in its own process (``python -m toolsift.bench.performance SIZE``) so its
+peak memory is its own. Every figure that is compared is measured in that same process:
+build throughput against the bare model's encode throughput on the same texts, and route latency
+against the bare query embedding, interleaved query by query.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ENCODE_SAMPLE = 2000
+
+
+def _percentiles(samples: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    cuts = statistics.quantiles(ordered, n=100, method="inclusive")
+    return {"p50": round(cuts[49], 3), "p95": round(cuts[94], 3), "p99": round(cuts[98], 3),
+            "mean": round(statistics.fmean(ordered), 3)}
+
+
+def _peak_rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _timed_ms(function: Callable[[], Any]) -> float:
+    started = time.perf_counter()
+    function()
+    return (time.perf_counter() - started) * 1000
+
+
+def measure(size: int, queries: int = 200, kind: str = "flat", model: str = "all-MiniLM-L6-v2") -> dict[str, Any]:
+    import httpx
+    import uvicorn
+
+    from toolsift.bench.synthetic import synthetic_catalog, synthetic_queries
+    from toolsift.embeddings import compose_tool_text, get_embedder
+    from toolsift.router import Router
+    from toolsift.service import create_app
+
+    embedder = get_embedder(model)
+    catalog = synthetic_catalog(size)
+    texts = [compose_tool_text(tool) for tool in catalog]
+    sample = texts[:ENCODE_SAMPLE]
+    embedder.embed_documents(sample[:64])  # warm-up
+    started = time.perf_counter()
+    embedder.embed_documents(sample)
+    encode_rate = len(sample) / (time.perf_counter() - started)
+
+    router = Router.build(catalog, embedder, kind=kind)  # type: ignore[arg-type]
+    assert router.last_build is not None
+    build_rate = size / router.last_build.seconds
+
+    asked = synthetic_queries(2 * queries + 10)
+    for query in asked[:10]:
+        router.route(query, 5)
+    route_ms, embed_ms = [], []
+    for number, query in enumerate(asked[10:10 + queries]):
+        # Interleaved, and alternating which goes first, so both see the same machine state.
+        # The bare embedding gets its own copy of the text: the router must not find it cached.
+        steps = [
+            lambda: embed_ms.append(_timed_ms(lambda: embedder.embed_queries([query.upper()]))),
+            lambda: route_ms.append(_timed_ms(lambda: router.route(query, 5))),
+        ]
+        for step in steps if number % 2 else reversed(steps):
+            step()
+
+    # The index alone, exact (the default) and approximate, on the same vectors and queries.
+    from toolsift.index import FaissIndex
+
+    import numpy as np
+
+    vectors = router.index.vectors.vectors(np.arange(size, dtype=np.int64))
+    query_vectors = embedder.embed_queries(asked[10:10 + queries])
+    started = time.perf_counter()
+    hnsw = FaissIndex.from_vectors(vectors, "hnsw")
+    hnsw_build_s = time.perf_counter() - started
+    flat_search_ms, hnsw_search_ms, overlap = [], [], 0
+    for vector in query_vectors:
+        exact_ids: list[int] = []
+        flat_search_ms.append(_timed_ms(lambda: exact_ids.extend(router.index.vectors.search(vector, 5)[1].tolist())))
+        approx_ids: list[int] = []
+        hnsw_search_ms.append(_timed_ms(lambda: approx_ids.extend(hnsw.search(vector, 5)[1].tolist())))
+        overlap += len(set(exact_ids) & set(approx_ids))
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(router), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    http_ms = []
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+        client.post("/route", json={"query": "warm up", "k": 5}).raise_for_status()
+        for query in asked[10 + queries:]:
+            http_ms.append(_timed_ms(lambda: client.post("/route", json={"query": query, "k": 5}).raise_for_status()))
+    server.should_exit = True
+    thread.join(timeout=10)
+
+    with tempfile.TemporaryDirectory() as folder:
+        saved = router.save(Path(folder) / "index")
+        index_bytes = (saved / "vectors.faiss").stat().st_size
+
+    route = _percentiles(route_ms)
+    embed = _percentiles(embed_ms)
+    return {
+        "tools": size,
+        "kind": kind,
+        "model": embedder.name,
+        "queries": queries,
+        "encode_texts_per_s": round(encode_rate, 1),
+        "build_tools_per_s": round(build_rate, 1),
+        "build_s": round(router.last_build.seconds, 2),
+        "build_vs_encode": round(build_rate / encode_rate, 3),
+        "route_ms": route,
+        "embed_ms": embed,
+        "http_ms": _percentiles(http_ms),
+        "route_vs_embed_p50": round(route["p50"] / embed["p50"], 3),
+        "flat_search_ms": _percentiles(flat_search_ms),
+        "hnsw_search_ms": _percentiles(hnsw_search_ms),
+        "hnsw_build_s": round(hnsw_build_s, 2),
+        "hnsw_recall_at_5": round(overlap / (5 * len(query_vectors)), 4),
+        "peak_rss_mib": round(_peak_rss_mib(), 1),
+        "index_mib": round(index_bytes / 2**20, 2),
+    }
+
+
+def run_sizes(sizes: Sequence[int], queries: int, kind: str, model: str, echo: Callable[[str], None]) -> dict[str, Any]:
+    rows = []
+    for size in sizes:
+        echo(f"measuring {size:,} tools ({kind}) ...")
+        completed = subprocess.run(
+            [sys.executable, "-m", "toolsift.bench.performance", str(size), str(queries), kind, model],
+            capture_output=True, text=True, check=False,
+        )
+        if completed.returncode != 0:
+            raise RuntimeError(f"performance run for {size} tools failed:\n{completed.stderr[-3000:]}")
+        row = json.loads(completed.stdout.strip().splitlines()[-1])
+        echo(
+            f"  build {row['build_tools_per_s']:.0f} tools/s (bare encode {row['encode_texts_per_s']:.0f}/s, "
+            f"ratio {row['build_vs_encode']:.2f}); route p50 {row['route_ms']['p50']:.2f} ms "
+            f"(bare embed {row['embed_ms']['p50']:.2f} ms, ratio {row['route_vs_embed_p50']:.2f}); "
+            f"HTTP p50 {row['http_ms']['p50']:.2f} ms; peak RSS {row['peak_rss_mib']:.0f} MiB"
+        )
+        rows.append(row)
+    return {"schema": "toolsift-perf/1", "sizes": rows}
+
+
+if __name__ == "__main__":
+    size_arg, queries_arg, kind_arg, model_arg = sys.argv[1:5]
+    print(json.dumps(measure(int(size_arg), int(queries_arg), kind_arg, model_arg)))
