@@ -15,7 +15,8 @@ from toolsift.catalog import Catalog, load_catalog
 from toolsift.catalog.loader import DIALECTS
 from toolsift.errors import ToolsiftError
 from toolsift.index import INDEX_KINDS
-from toolsift.router import MAX_K, OUTPUT_FORMATS, Router, TagRules
+from toolsift.router import MAX_K, OUTPUT_FORMATS, RankingConfig, Router, TagRules
+from toolsift.service import match_out
 from toolsift.settings import BUNDLED_CATALOG, Settings
 
 
@@ -90,20 +91,21 @@ def build(catalog: Path | None, out: Path | None, model: str | None, kind: str |
 @click.option("--tags", help="Comma-separated tags; a tool needs at least one of them.")
 @click.option("--all-tags", help="Comma-separated tags; a tool needs all of them.")
 @click.option("--exclude-tags", help="Comma-separated tags; a tool must have none of them.")
-@click.option("--min-score", type=float, help="Drop tools scoring below this cosine similarity.")
+@click.option("--min-score", type=float, help="Drop tools whose ranking score is below this.")
+@click.option("--lexical-weight", type=click.FloatRange(0, 10), help="Weight of the BM25 part of the score; 0 = dense only [default: 0.15].")
 @click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), help="Print the tool definitions in this form, as JSON.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
-def route(query: str, index_path: Path | None, k: int, tags: str | None, all_tags: str | None, exclude_tags: str | None, min_score: float | None, output_format: str | None, as_json: bool) -> None:
+def route(query: str, index_path: Path | None, k: int, tags: str | None, all_tags: str | None, exclude_tags: str | None, min_score: float | None, lexical_weight: float | None, output_format: str | None, as_json: bool) -> None:
     """Print the tools that best fit QUERY."""
-    settings = Settings.from_env(None, index_path=index_path)
-    router = Router.load(settings.index_path)
+    settings = Settings.from_env(None, index_path=index_path, lexical_weight=lexical_weight)
+    router = Router.load(settings.index_path, ranking=RankingConfig(settings.lexical_weight))
     result = router.route(query, k, TagRules.parse(tags, all_tags, exclude_tags), min_score=min_score)
     if output_format or as_json:
         payload: Any = result.definitions(output_format or "toolsift")  # type: ignore[arg-type]
         if as_json:
             payload = {
                 "tools": payload,
-                "matches": [{"name": m.name, "score": m.score, "rank": m.rank} for m in result.matches],
+                "matches": [match_out(m) for m in result.matches],
                 "fingerprint": result.fingerprint,
                 "eligible": result.eligible,
             }
@@ -114,7 +116,10 @@ def route(query: str, index_path: Path | None, k: int, tags: str | None, all_tag
         return
     width = max(len(m.name) for m in result.matches)
     for match in result.matches:
-        click.echo(f"{match.rank:>3}  {match.score:6.3f}  {match.name:<{width}}  {match.tool.description}")
+        click.echo(
+            f"{match.rank:>3}  {match.score:6.3f} (cos {match.similarity:5.3f} + bm25 {match.lexical:4.2f})  "
+            f"{match.name:<{width}}  {match.tool.description}"
+        )
     click.echo(f"subset {result.fingerprint[:23]}  ({result.eligible} eligible, {result.took_ms:.1f} ms)")
 
 

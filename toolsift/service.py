@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolsift._version import __version__
 from toolsift.errors import NotReady, ToolsiftError
-from toolsift.router import MAX_K, Router, TagRules, format_tool
+from toolsift.router import MAX_K, Match, RankingConfig, Router, TagRules, format_tool
 from toolsift.router.router import MAX_QUERY_CHARS
 from toolsift.settings import Settings
 
@@ -59,7 +59,7 @@ class RouteRequest(BaseModel):
     )
     format: Format = Field(default="toolsift", description="Shape of the returned tool definitions")
     min_score: float | None = Field(
-        default=None, ge=-1.0, le=1.0, description="Drop tools whose cosine score is below this"
+        default=None, ge=-1.0, le=11.0, description="Drop tools whose ranking score is below this"
     )
 
     def rules(self) -> TagRules:
@@ -72,8 +72,10 @@ class RouteRequest(BaseModel):
 
 class MatchOut(BaseModel):
     name: str
-    score: float
+    score: float = Field(description="Ranking score: similarity plus the weighted lexical part")
     rank: int
+    similarity: float = Field(description="Cosine similarity between query and tool")
+    lexical: float = Field(description="BM25 score over the tool text, scaled to [0, 1] per query")
 
 
 class RouteResponse(BaseModel):
@@ -85,6 +87,11 @@ class RouteResponse(BaseModel):
     k: int
     format: Format
     took_ms: float
+
+
+def match_out(match: Match) -> dict[str, Any]:
+    return {"name": match.name, "score": match.score, "rank": match.rank,
+            "similarity": match.similarity, "lexical": match.lexical}
 
 
 class RouterHolder:
@@ -113,7 +120,7 @@ def create_app(router: Router | None = None, *, settings: Settings | None = None
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if router is None:
             logger.info("loading index from %s", settings.index_path)
-            holder.set(Router.load(settings.index_path))
+            holder.set(Router.load(settings.index_path, ranking=RankingConfig(settings.lexical_weight)))
         yield
 
     app = FastAPI(
@@ -154,7 +161,7 @@ def create_app(router: Router | None = None, *, settings: Settings | None = None
         )
         return {
             "tools": result.definitions(request.format),
-            "matches": [{"name": m.name, "score": m.score, "rank": m.rank} for m in result.matches],
+            "matches": [match_out(m) for m in result.matches],
             "fingerprint": result.fingerprint,
             "catalog_fingerprint": result.catalog_fingerprint,
             "eligible": result.eligible,

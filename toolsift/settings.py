@@ -32,6 +32,7 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     default_k: int = 5
+    lexical_weight: float = 0.15
     log_level: str = "info"
 
     @classmethod
@@ -60,6 +61,7 @@ _CASTS: dict[str, Callable[[str], Any]] = {
     "cache_dir": _as_path_or_none,
     "port": int,
     "default_k": int,
+    "lexical_weight": float,
 }
 
 

@@ -2,6 +2,7 @@
 
 from toolsift.router.formats import OUTPUT_FORMATS, OutputFormat, format_tool
 from toolsift.router.router import DEFAULT_K, MAX_K, Match, Router, RouteResult, check_format
+from toolsift.router.ranking import RankingConfig
 from toolsift.router.rules import TagIndex, TagRules
 
 __all__ = [
@@ -10,6 +11,7 @@ __all__ = [
     "OUTPUT_FORMATS",
     "Match",
     "OutputFormat",
+    "RankingConfig",
     "RouteResult",
     "Router",
     "TagIndex",

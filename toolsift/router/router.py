@@ -1,4 +1,4 @@
-"""Route a query to the few tools that fit it: tag rules first, then cosine Top-K."""
+"""Route a query to the few tools that fit it: tag rules first, then hybrid (dense + BM25) Top-K."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ from typing import Any
 import numpy as np
 
 from toolsift.catalog import Catalog, Tool, fingerprint_tools
-from toolsift.embeddings import DEFAULT_MODEL, Embedder, EmbeddingCache, get_embedder
+from toolsift.embeddings import DEFAULT_MODEL, Embedder, EmbeddingCache, compose_tool_text, get_embedder
 from toolsift.errors import IndexMismatch, InvalidQuery
 from toolsift.index import BuildStats, IndexKind, ToolIndex
+from toolsift.index.lexical import LexicalIndex, word_and_cjk_tokens
 from toolsift.router.formats import OUTPUT_FORMATS, OutputFormat, format_tool
+from toolsift.router.ranking import RankingConfig, rank
 from toolsift.router.rules import TagIndex, TagRules
 from toolsift.types import Vector
 
@@ -28,11 +30,16 @@ QUERY_CACHE_SIZE = 2048
 
 @dataclass(frozen=True)
 class Match:
-    """One selected tool, with its cosine score and rank (1 = best)."""
+    """One selected tool and its rank (1 = best).
+
+    ``score`` orders the tools: ``similarity`` (cosine) plus the weighted ``lexical`` part
+    (BM25 over the tool text, scaled to [0, 1] per query)."""
 
     tool: Tool
     score: float
     rank: int
+    similarity: float = 0.0
+    lexical: float = 0.0
 
     @property
     def name(self) -> str:
@@ -77,7 +84,7 @@ class RouteResult:
 class Router:
     """Holds a tool index and the embedder that built it; thread-safe for concurrent ``route``."""
 
-    def __init__(self, index: ToolIndex, embedder: Embedder) -> None:
+    def __init__(self, index: ToolIndex, embedder: Embedder, ranking: RankingConfig | None = None) -> None:
         if embedder.name != index.manifest.model:
             raise IndexMismatch("(in memory)", "embedding model", embedder.name, index.manifest.model)
         if embedder.dimension != index.manifest.dimension:
@@ -85,6 +92,12 @@ class Router:
         self.index = index
         self.embedder = embedder
         self.tag_index = TagIndex(index.catalog)
+        self.ranking = ranking or RankingConfig()
+        self.lexical = (
+            LexicalIndex([compose_tool_text(tool) for tool in index.catalog], word_and_cjk_tokens)
+            if self.ranking.lexical_weight > 0 and len(index.catalog)
+            else None
+        )
         self._query_cache: OrderedDict[str, Vector] = OrderedDict()
         self._lock = threading.Lock()
         self.last_build: BuildStats | None = None
@@ -100,18 +113,21 @@ class Router:
         kind: IndexKind = "flat",
         cache: EmbeddingCache | None = None,
         progress: bool = False,
+        ranking: RankingConfig | None = None,
     ) -> Router:
         embedder = embedder or get_embedder(DEFAULT_MODEL)
         index, stats = ToolIndex.build(catalog, embedder, kind=kind, cache=cache, progress=progress)
-        router = cls(index, embedder)
+        router = cls(index, embedder, ranking)
         router.last_build = stats
         return router
 
     @classmethod
-    def load(cls, path: str | Path, embedder: Embedder | None = None) -> Router:
+    def load(
+        cls, path: str | Path, embedder: Embedder | None = None, ranking: RankingConfig | None = None
+    ) -> Router:
         """Load a saved index; the embedder defaults to the model named in its manifest."""
         index = ToolIndex.load(path, expected_model=embedder.name if embedder else None)
-        return cls(index, embedder or get_embedder(index.manifest.model))
+        return cls(index, embedder or get_embedder(index.manifest.model), ranking)
 
     def save(self, path: str | Path) -> Path:
         return self.index.save(path)
@@ -175,11 +191,14 @@ class Router:
         for query, vector in zip(checked, vectors, strict=True):
             matches: list[Match] = []
             if vector is not None:
-                scores, ids = self.index.vectors.search(vector, k, allowed)
-                for rank, (score, position) in enumerate(zip(scores.tolist(), ids.tolist()), start=1):
+                ranked = rank(vector, query, k, allowed, self.index.vectors, self.lexical, self.ranking)
+                rows = zip(ranked.ids.tolist(), ranked.scores.tolist(), ranked.similarity.tolist(), ranked.lexical.tolist())
+                for position, (tool_id, score, similarity, lexical) in enumerate(rows, start=1):
                     if min_score is not None and score < min_score:
                         break
-                    matches.append(Match(self.catalog[int(position)], round(float(score), 6), rank))
+                    matches.append(
+                        Match(self.catalog[int(tool_id)], round(score, 6), position, round(similarity, 6), round(lexical, 6))
+                    )
             results.append(
                 RouteResult(
                     query=query,

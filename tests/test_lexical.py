@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import numpy as np
+
+from toolsift.index.lexical import LexicalIndex, cjk_bigrams, word_and_cjk_tokens, word_tokens
+
+
+def test_word_tokens_split_identifiers_and_punctuation() -> None:
+    assert word_tokens("getCurrentCryptoPrices") == ["get", "current", "crypto", "prices"]
+    assert word_tokens("calculate_triangle_area") == ["calculate", "triangle", "area"]
+    assert word_tokens("hf:YituTech/conv-bert-base v2") == ["hf", "yitu", "tech", "conv", "bert", "base", "v2"]
+    assert word_tokens("PDF&URLTool") == ["pdf", "url", "tool"]
+
+
+def test_cjk_bigrams() -> None:
+    assert cjk_bigrams("박스오피스 순위") == ["박스", "스오", "오피", "피스", "순위"]
+    assert cjk_bigrams("가 abc") == []  # a one-character run gives no bigram
+    assert word_and_cjk_tokens("날씨를 알려줘") == ["날씨를", "알려줘", "날씨", "씨를", "알려", "려줘"]
+
+
+def test_bm25_ranks_shared_terms_and_skips_unrelated_tools() -> None:
+    index = LexicalIndex(["send email message", "weather forecast", "search email inbox", "play music"])
+    scores, ids = index.search("email", 10)
+    assert sorted(ids.tolist()) == [0, 2]  # tools sharing no token are not returned
+    assert np.all(scores > 0)
+    assert index.search("unknown words only", 5)[1].tolist() == []
+
+
+def test_bm25_respects_allowed_ids() -> None:
+    index = LexicalIndex(["send email", "email search", "email archive"])
+    assert index.search("email", 5, np.array([1, 2]))[1].tolist() in ([1, 2], [2, 1])
