@@ -6,7 +6,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -116,9 +116,11 @@ class Router:
         ranking: RankingConfig | None = None,
     ) -> Router:
         embedder = embedder or get_embedder(DEFAULT_MODEL)
+        started = time.perf_counter()
         index, stats = ToolIndex.build(catalog, embedder, kind=kind, cache=cache, progress=progress)
         router = cls(index, embedder, ranking)
-        router.last_build = stats
+        # the whole build: embeddings, vector index and the lexical index
+        router.last_build = replace(stats, seconds=time.perf_counter() - started)
         return router
 
     @classmethod
