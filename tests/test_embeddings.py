@@ -9,6 +9,7 @@ import pytest
 from toolsift.catalog import parse_tool
 from toolsift.embeddings import (
     Embedder,
+    EmbedderWrapper,
     EmbeddingCache,
     HashingEmbedder,
     compose_tool_text,
@@ -58,27 +59,16 @@ def test_hashing_embedder_is_deterministic_and_normalised() -> None:
     np.testing.assert_allclose(np.linalg.norm(first, axis=1), 1.0, rtol=1e-6)
 
 
-class CountingEmbedder:
-    """Wraps an embedder and records which texts it was asked to embed."""
+class CountingEmbedder(EmbedderWrapper):
+    """Records which texts it was asked to embed."""
 
     def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.seen: list[str] = []
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
 
     def embed_documents(self, texts: Sequence[str], *, progress: bool = False) -> Matrix:
         self.seen.extend(texts)
         return self.inner.embed_documents(texts)
-
-    def embed_queries(self, texts: Sequence[str]) -> Matrix:
-        return self.inner.embed_queries(texts)
 
 
 def test_cache_reembeds_only_changed_texts(cache_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Protocol
 import numpy as np
 
 from toolsift.catalog import Catalog
-from toolsift.embeddings import Embedder, EmbeddingCache, embed_documents_cached
+from toolsift.embeddings import Embedder, EmbedderWrapper, EmbeddingCache, embed_documents_cached
 from toolsift.index import FaissIndex
 from toolsift.index.lexical import LexicalIndex, word_and_cjk_tokens, word_tokens
 from toolsift.router import Router
@@ -26,24 +26,12 @@ class Method(Protocol):
         ...
 
 
-class MemoEmbedder:
-    """Wraps an embedder and remembers query vectors, so methods sharing a model embed each
-    benchmark query once."""
+class MemoEmbedder(EmbedderWrapper):
+    """Remembers query vectors, so methods sharing a model embed each benchmark query once."""
 
     def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._queries: dict[str, np.ndarray] = {}
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
-
-    def embed_documents(self, texts: Sequence[str], *, progress: bool = False) -> Matrix:
-        return self.inner.embed_documents(texts, progress=progress)
 
     def embed_queries(self, texts: Sequence[str]) -> Matrix:
         missing = [text for text in dict.fromkeys(texts) if text not in self._queries]

@@ -1,6 +1,6 @@
 """Embedders, tool-text composition and the on-disk embedding cache."""
 
-from toolsift.embeddings.base import Embedder, normalise_rows
+from toolsift.embeddings.base import Embedder, EmbedderWrapper, normalise_rows
 from toolsift.embeddings.cache import CacheStats, EmbeddingCache, embed_documents_cached
 from toolsift.embeddings.hashing import HashingEmbedder
 from toolsift.embeddings.registry import DEFAULT_MODEL, get_embedder
@@ -10,6 +10,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "CacheStats",
     "Embedder",
+    "EmbedderWrapper",
     "EmbeddingCache",
     "HashingEmbedder",
     "compose_tool_text",

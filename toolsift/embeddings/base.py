@@ -39,3 +39,24 @@ def normalise_rows(matrix: np.ndarray) -> Matrix:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return np.ascontiguousarray(matrix / norms, dtype=np.float32)
+
+
+class EmbedderWrapper:
+    """Forwards everything to ``inner``; subclass it to add behaviour (memoising, counting)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed_documents(self, texts: Sequence[str], *, progress: bool = False) -> Matrix:
+        return self.inner.embed_documents(texts, progress=progress)
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        return self.inner.embed_queries(texts)
