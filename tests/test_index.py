@@ -110,3 +110,19 @@ def test_load_refuses_other_format_versions(tmp_path: Path, tiny_catalog: Catalo
 def test_missing_index_says_how_to_build(tmp_path: Path) -> None:
     with pytest.raises(IndexNotFound, match="manifest.json is missing.*toolsift build"):
         ToolIndex.load(tmp_path / "nothing")
+
+
+def test_auto_kind_picks_by_catalog_size() -> None:
+    from toolsift.index import AUTO_HNSW_ABOVE, resolve_kind
+
+    assert resolve_kind("auto", AUTO_HNSW_ABOVE) == "flat"
+    assert resolve_kind("auto", AUTO_HNSW_ABOVE + 1) == "hnsw"
+    assert resolve_kind("hnsw", 10) == "hnsw"
+    with pytest.raises(ValueError, match="index kind"):
+        resolve_kind("ivf", 10)
+
+
+def test_manifest_records_the_resolved_kind(tmp_path: Path, tiny_catalog: Catalog) -> None:
+    index, _ = ToolIndex.build(tiny_catalog, HashingEmbedder(64))  # default kind: auto
+    assert index.manifest.kind == "flat" == index.vectors.kind
+    assert ToolIndex.load(index.save(tmp_path / "idx")).vectors.kind == "flat"

@@ -27,7 +27,7 @@ class Settings:
     index_path: Path = Path("var/index")
     catalog_path: Path | None = None
     model: str = "all-MiniLM-L6-v2"
-    index_kind: str = "flat"
+    index_kind: str = "auto"
     cache_dir: Path | None = field(default_factory=_default_cache_dir)
     host: str = "127.0.0.1"
     port: int = 8000

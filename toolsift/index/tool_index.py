@@ -24,7 +24,7 @@ from toolsift._version import __version__
 from toolsift.catalog import Catalog, load_catalog
 from toolsift.embeddings import Embedder, EmbeddingCache, compose_tool_text, embed_documents_cached
 from toolsift.errors import IndexMismatch, IndexNotFound
-from toolsift.index.faiss_index import FaissIndex, IndexKind
+from toolsift.index.faiss_index import FaissIndex, IndexKind, resolve_kind
 
 FORMAT_VERSION = 1
 TEXT_RECIPE_VERSION = 1  # bump when compose_tool_text changes what it produces
@@ -76,11 +76,12 @@ class ToolIndex:
         catalog: Catalog,
         embedder: Embedder,
         *,
-        kind: IndexKind = "flat",
+        kind: IndexKind = "auto",
         cache: EmbeddingCache | None = None,
         progress: bool = False,
     ) -> tuple[ToolIndex, BuildStats]:
         started = time.perf_counter()
+        kind = resolve_kind(kind, len(catalog))
         texts = [compose_tool_text(tool) for tool in catalog]
         matrix, stats = embed_documents_cached(embedder, texts, cache, progress=progress)
         vectors = FaissIndex.from_vectors(matrix, kind) if len(catalog) else FaissIndex(embedder.dimension, kind)

@@ -110,7 +110,7 @@ class Router:
         catalog: Catalog,
         embedder: Embedder | None = None,
         *,
-        kind: IndexKind = "flat",
+        kind: IndexKind = "auto",
         cache: EmbeddingCache | None = None,
         progress: bool = False,
         ranking: RankingConfig | None = None,
