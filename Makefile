@@ -8,7 +8,7 @@ INDEX ?= var/index
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install index serve test bench clean
+.PHONY: install index serve test lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,8 +27,12 @@ index: $(INDEX)/manifest.json
 serve: index
 	$(BIN)/toolsift serve --index $(INDEX) --host $(HOST) --port $(PORT)
 
-test: install
+test: install lint
 	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check toolsift tests benchmarks
+	$(BIN)/mypy toolsift
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

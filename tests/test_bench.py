@@ -8,12 +8,20 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import TINY_TOOLS
 from toolsift.bench.datasets import find_datasets, load_dataset
 from toolsift.bench.methods import BM25Method
-from toolsift.bench.metrics import complete_at, evaluate, hit_at, ndcg_at, recall_at, reciprocal_rank
+from toolsift.bench.metrics import (
+    complete_at,
+    evaluate,
+    hit_at,
+    ndcg_at,
+    recall_at,
+    reciprocal_rank,
+)
 from toolsift.cli import main
 from toolsift.errors import CatalogError
+
+from conftest import TINY_TOOLS
 
 DATASETS = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
 RANKED = ["a", "b", "c", "d", "e"]
@@ -91,7 +99,7 @@ def test_bench_command_writes_json_and_report(tmp_path: Path, tiny_dataset: Path
 
 
 def _readme_bm25(folder: Path) -> dict[str, float]:
-    line = next(l for l in (folder / "README.md").read_text().splitlines() if "BM25 (word tokens):" in l)
+    line = next(row for row in (folder / "README.md").read_text().splitlines() if "BM25 (word tokens):" in row)
     return {key: float(value) for key, value in re.findall(r"(R@\d+|MRR@100|NDCG@10) ([0-9.]+)", line)}
 
 

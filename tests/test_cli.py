@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import TINY_TOOLS
 from toolsift.cli import main
+
+from conftest import TINY_TOOLS
 
 COMMANDS = ["build", "route", "serve", "validate"]
 

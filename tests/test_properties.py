@@ -8,11 +8,12 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import TINY_TOOLS
 from toolsift import Router, TagRules
 from toolsift.catalog import parse_catalog
 from toolsift.embeddings import HashingEmbedder
 from toolsift.errors import UnknownTag
+
+from conftest import TINY_TOOLS
 
 ROUTER = Router.build(parse_catalog(TINY_TOOLS), HashingEmbedder(64))
 TAGS = sorted(ROUTER.catalog.tags)

@@ -113,6 +113,5 @@ def test_service_refuses_to_start_without_an_index(tmp_path: Path) -> None:
     from toolsift.errors import IndexNotFound
 
     settings = Settings.from_env({}, index_path=tmp_path / "none")
-    with pytest.raises(IndexNotFound, match="toolsift build"):
-        with TestClient(create_app(settings=settings)):
-            pass
+    with pytest.raises(IndexNotFound, match="toolsift build"), TestClient(create_app(settings=settings)):
+        pass

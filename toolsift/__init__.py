@@ -1,10 +1,9 @@
 """toolsift: pick the few tools an LLM should see, fast, in a stable cache-friendly form."""
 
+from toolsift._version import __version__
 from toolsift.catalog import Catalog, Tool, load_catalog
 from toolsift.errors import ToolsiftError
 from toolsift.router import Match, Router, RouteResult, TagRules
-
-from toolsift._version import __version__
 
 __all__ = [
     "Catalog",
@@ -14,6 +13,6 @@ __all__ = [
     "TagRules",
     "Tool",
     "ToolsiftError",
-    "load_catalog",
     "__version__",
+    "load_catalog",
 ]

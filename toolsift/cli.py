@@ -183,7 +183,12 @@ def _parse_ks(value: str) -> list[int]:
 def bench(tools: Path | None, queries: Path | None, dataset_dirs: tuple[Path, ...], datasets_root: Path | None, ks: str, methods: str, limit: int | None, model: str | None, json_path: Path | None, report_dir: Path | None, no_cache: bool) -> None:
     """Measure selection accuracy of toolsift and baselines (BM25, dense, random) on labelled queries."""
     from toolsift.bench.datasets import find_datasets, load_dataset
-    from toolsift.bench.runner import results_document, run_benchmarks, write_accuracy_report, write_json
+    from toolsift.bench.runner import (
+        results_document,
+        run_benchmarks,
+        write_accuracy_report,
+        write_json,
+    )
     from toolsift.embeddings import get_embedder
 
     cutoffs = _parse_ks(ks)
@@ -220,7 +225,7 @@ def bench(tools: Path | None, queries: Path | None, dataset_dirs: tuple[Path, ..
 def perf(sizes: str, query_count: int, kind: str, model: str | None, json_path: Path | None, report_dir: Path | None) -> None:
     """Measure build throughput, route latency (in-process, HTTP) and memory at several catalog sizes."""
     from toolsift.bench.performance import run_sizes
-    from toolsift.bench.report import performance_tables, plot_latency, write_report
+    from toolsift.bench.report import performance_tables, plot_latency
     from toolsift.bench.runner import write_json
 
     settings = Settings.from_env(None, model=model)

@@ -64,8 +64,8 @@ def evaluate(
     results: dict[tuple[str, int | None], float] = {}
     for metric, function in _AT_K.items():
         for k in ks:
-            total = sum(function(ranked, gold, k) for ranked, gold in zip(rankings, golds))
+            total = sum(function(ranked, gold, k) for ranked, gold in zip(rankings, golds, strict=True))
             results[(metric, k)] = total / count if count else 0.0
-    mrr = sum(reciprocal_rank(ranked, gold) for ranked, gold in zip(rankings, golds))
+    mrr = sum(reciprocal_rank(ranked, gold) for ranked, gold in zip(rankings, golds, strict=True))
     results[("mrr", None)] = mrr / count if count else 0.0
     return results

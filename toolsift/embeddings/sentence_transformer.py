@@ -69,7 +69,7 @@ class SentenceTransformerEmbedder:
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as transformers_logging
 
-            transformers_logging.disable_progress_bar()
+            transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         except ImportError:
             raise EmbedderUnavailable(
                 model, "sentence-transformers is not installed",

@@ -87,11 +87,11 @@ class FaissIndex:
         if allowed is not None:
             selector = faiss.IDSelectorBatch(np.ascontiguousarray(allowed, dtype=np.int64))
             if self.kind == "hnsw":
-                params = faiss.SearchParametersHNSW(sel=selector, efSearch=max(HNSW_EF_SEARCH, k))
+                params = faiss.SearchParametersHNSW(sel=selector, efSearch=max(HNSW_EF_SEARCH, k))  # type: ignore[attr-defined]
             else:
-                params = faiss.SearchParameters(sel=selector)
+                params = faiss.SearchParameters(sel=selector)  # type: ignore[call-arg]
         elif self.kind == "hnsw":
-            params = faiss.SearchParametersHNSW(efSearch=max(HNSW_EF_SEARCH, k))
+            params = faiss.SearchParametersHNSW(efSearch=max(HNSW_EF_SEARCH, k))  # type: ignore[attr-defined]
         scores, ids = self._index.search(query, k, params=params)
         found = ids[0] >= 0
         return top_k(scores[0][found], ids[0][found], k)

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,7 @@ class ToolIndex:
             catalog_fingerprint=catalog.fingerprint,
             tool_count=len(catalog),
             kind=kind,
-            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         )
         build_stats = BuildStats(
             tools=len(catalog),
@@ -109,8 +109,7 @@ class ToolIndex:
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
             with open(staging / CATALOG, "wb") as handle:
-                for record in self.catalog.to_records():
-                    handle.write(orjson.dumps(record) + b"\n")  # keeps parameter order
+                handle.writelines(orjson.dumps(record) + b"\n" for record in self.catalog.to_records())  # keeps parameter order
             self.vectors.save(staging / VECTORS)
             (staging / MANIFEST).write_bytes(
                 orjson.dumps(asdict(self.manifest), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)

@@ -10,10 +10,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from toolsift.catalog import Catalog, Tool, fingerprint_tools
-from toolsift.embeddings import DEFAULT_MODEL, Embedder, EmbeddingCache, compose_tool_text, get_embedder
+from toolsift.embeddings import (
+    DEFAULT_MODEL,
+    Embedder,
+    EmbeddingCache,
+    compose_tool_text,
+    get_embedder,
+)
 from toolsift.errors import IndexMismatch, InvalidQuery
 from toolsift.index import BuildStats, IndexKind, ToolIndex
 from toolsift.index.lexical import LexicalIndex, word_and_cjk_tokens
@@ -194,7 +198,10 @@ class Router:
             matches: list[Match] = []
             if vector is not None:
                 ranked = rank(vector, query, k, allowed, self.index.vectors, self.lexical, self.ranking)
-                rows = zip(ranked.ids.tolist(), ranked.scores.tolist(), ranked.similarity.tolist(), ranked.lexical.tolist())
+                rows = zip(
+                    ranked.ids.tolist(), ranked.scores.tolist(), ranked.similarity.tolist(), ranked.lexical.tolist(),
+                    strict=True,
+                )
                 for position, (tool_id, score, similarity, lexical) in enumerate(rows, start=1):
                     if min_score is not None and score < min_score:
                         break
