@@ -62,8 +62,12 @@ class LexicalIndex:
         return np.asarray(self._bm25.get_scores(tokens), dtype=np.float32)
 
     def search(self, query: str, k: int, allowed: IdArray | None = None) -> tuple[np.ndarray, IdArray]:
-        scores = self.scores(query)
-        ids = np.arange(self._size, dtype=np.int64) if allowed is None else allowed
-        candidate_scores = scores[ids]
-        positive = candidate_scores > 0
-        return top_k(candidate_scores[positive], ids[positive], k)
+        return best_positive(self.scores(query), k, allowed)
+
+
+def best_positive(scores: np.ndarray, k: int, allowed: IdArray | None = None) -> tuple[np.ndarray, IdArray]:
+    """The ``k`` best (score, id) pairs among ``allowed`` (all when None) that score above 0."""
+    ids = np.arange(scores.shape[0], dtype=np.int64) if allowed is None else allowed
+    candidate_scores = scores[ids]
+    positive = candidate_scores > 0
+    return top_k(candidate_scores[positive], ids[positive], k)

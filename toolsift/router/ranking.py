@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolsift.index import FaissIndex
-from toolsift.index.lexical import LexicalIndex
+from toolsift.index.lexical import LexicalIndex, best_positive
 from toolsift.types import IdArray, Vector
 
 DEFAULT_LEXICAL_WEIGHT = 0.15
@@ -63,10 +63,9 @@ def rank(
     if lexical is None or config.lexical_weight == 0:
         ids, similarity = dense_ids[:k], dense_scores[:k]
         return Ranked(ids, similarity, similarity, np.zeros(len(ids), dtype=np.float32))
-    all_lexical = lexical.scores(query)
-    eligible_lexical = all_lexical if allowed is None else all_lexical[allowed]
-    best = float(eligible_lexical.max()) if eligible_lexical.size else 0.0
-    lexical_ids = lexical.search(query, pool, allowed)[1] if best > 0 else np.empty(0, dtype=np.int64)
+    all_lexical = lexical.scores(query)  # once per query; the top-N below reuses it
+    lexical_scores, lexical_ids = best_positive(all_lexical, pool, allowed)
+    best = float(lexical_scores[0]) if len(lexical_scores) else 0.0
     candidates = np.union1d(dense_ids, lexical_ids).astype(np.int64)
     if not len(candidates):
         empty = np.empty(0, dtype=np.float32)
