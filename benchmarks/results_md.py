@@ -1,6 +1,7 @@
 """Write benchmarks/RESULTS.md from the JSON that `make bench` produced.
 
-    python benchmarks/results_md.py benchmarks/results/accuracy.json benchmarks/results/performance.json
+    python benchmarks/results_md.py benchmarks/results/accuracy.json benchmarks/results/performance.json \
+        [more accuracy JSON, e.g. the same run with another --model ...]
 
 Every figure in RESULTS.md comes from those files, which come from the commands they record.
 """
@@ -10,18 +11,35 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from toolsift.bench.accuracy import DatasetResult
 from toolsift.bench.report import accuracy_tables, performance_tables
 
 
-def main(accuracy_path: str, performance_path: str) -> str:
-    accuracy = json.loads(Path(accuracy_path).read_text())
-    performance = json.loads(Path(performance_path).read_text())
+def dataset_results(accuracy: dict[str, Any]) -> list[DatasetResult]:
     results = []
     for meta in accuracy["datasets"]:
         rows = [row for row in accuracy["results"] if row["dataset"] == meta["dataset"]]
         results.append(DatasetResult(meta["dataset"], meta["tools"], meta["queries"], rows, meta["timings"], meta["tokens"]))
+    return results
+
+
+def other_model_section(path: str) -> str:
+    accuracy = json.loads(Path(path).read_text())
+    return "\n".join([
+        f"## Selection accuracy with `{accuracy['model']}` (not the default)",
+        "",
+        f"Command: `{accuracy['command']}`",
+        "",
+        accuracy_tables(dataset_results(accuracy), accuracy["ks"]),
+    ])
+
+
+def main(accuracy_path: str, performance_path: str, *others: str) -> str:
+    accuracy = json.loads(Path(accuracy_path).read_text())
+    performance = json.loads(Path(performance_path).read_text())
+    results = dataset_results(accuracy)
     return "\n".join([
         "# Benchmark results",
         "",
@@ -50,8 +68,9 @@ def main(accuracy_path: str, performance_path: str) -> str:
         "loopback.",
         "",
         performance_tables(performance),
+        *(other_model_section(path) for path in others),
     ])
 
 
 if __name__ == "__main__":
-    sys.stdout.write(main(sys.argv[1], sys.argv[2]))
+    sys.stdout.write(main(*sys.argv[1:]))
