@@ -42,6 +42,6 @@ DATASETS ?= ../shared/datasets
 bench: install
 	$(BIN)/toolsift bench --datasets $(DATASETS) --json benchmarks/results/accuracy.json --report benchmarks/report
 	$(BIN)/toolsift bench --datasets $(DATASETS) --model multilingual-e5-small --json benchmarks/results/accuracy-e5.json
-	$(BIN)/toolsift perf --sizes 1000,10000,100000 --json benchmarks/results/performance.json --report benchmarks/report
+	$(BIN)/toolsift perf --sizes 1000,10000,100000 --kind auto --json benchmarks/results/performance.json --report benchmarks/report
 	$(BIN)/python benchmarks/results_md.py benchmarks/results/accuracy.json benchmarks/results/performance.json \
 		benchmarks/results/accuracy-e5.json > benchmarks/RESULTS.md

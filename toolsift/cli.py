@@ -218,7 +218,7 @@ def bench(tools: Path | None, queries: Path | None, dataset_dirs: tuple[Path, ..
 @main.command()
 @click.option("--sizes", default="1000,10000,100000", show_default=True, help="Comma-separated catalog sizes (synthetic tools).")
 @click.option("--queries", "query_count", type=click.IntRange(10, 100000), default=200, show_default=True, help="Timed queries per size (in-process and over HTTP each).")
-@click.option("--kind", type=click.Choice(INDEX_KINDS), default="flat", show_default=True, help="Index kind the router uses (auto: flat up to 20,000 tools, hnsw above).")
+@click.option("--kind", type=click.Choice(INDEX_KINDS), default="auto", show_default=True, help="Index kind the router uses (auto: flat up to 20,000 tools, hnsw above).")
 @click.option("--model", help="Embedding model [default: all-MiniLM-L6-v2].")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write the figures here as JSON.")
 @click.option("--report", "report_dir", type=click.Path(path_type=Path, file_okay=False), help="Write performance.md/.html and a latency plot here.")

@@ -45,7 +45,7 @@ def _timed_ms(function: Callable[[], Any]) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def measure(size: int, queries: int = 200, kind: str = "flat", model: str = "all-MiniLM-L6-v2") -> dict[str, Any]:
+def measure(size: int, queries: int = 200, kind: str = "auto", model: str = "all-MiniLM-L6-v2") -> dict[str, Any]:
     import httpx
     import uvicorn
 
@@ -90,13 +90,14 @@ def measure(size: int, queries: int = 200, kind: str = "flat", model: str = "all
 
     vectors = router.index.vectors.vectors(np.arange(size, dtype=np.int64))
     query_vectors = embedder.embed_queries(asked[10:10 + queries])
+    flat = FaissIndex.from_vectors(vectors, "flat")
     started = time.perf_counter()
     hnsw = FaissIndex.from_vectors(vectors, "hnsw")
     hnsw_build_s = time.perf_counter() - started
     flat_search_ms, hnsw_search_ms, overlap = [], [], 0
     for vector in query_vectors:
         started = time.perf_counter()
-        exact_ids = router.index.vectors.search(vector, 5)[1]
+        exact_ids = flat.search(vector, 5)[1]
         flat_search_ms.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
         approx_ids = hnsw.search(vector, 5)[1]
@@ -129,7 +130,7 @@ def measure(size: int, queries: int = 200, kind: str = "flat", model: str = "all
     embed = _percentiles(embed_ms)
     return {
         "tools": size,
-        "kind": kind,
+        "kind": router.index.manifest.kind,
         "model": embedder.name,
         "queries": queries,
         "encode_texts_per_s": round(encode_rate, 1),

@@ -54,13 +54,13 @@ def accuracy_tables(results: Sequence[DatasetResult], ks: Sequence[int]) -> str:
 
 def performance_tables(perf: dict[str, Any]) -> str:
     lines = [
-        "| tools | build tools/s | bare encode texts/s | build/encode | route p50 / p95 / p99 ms | "
+        "| tools | index | build tools/s | bare encode texts/s | build/encode | route p50 / p95 / p99 ms | "
         "bare query embed p50 ms | route/embed p50 | HTTP p50 / p95 / p99 ms | peak RSS MiB | index MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in perf["sizes"]:
         lines.append(
-            f"| {row['tools']:,} | {row['build_tools_per_s']:.0f} | {row['encode_texts_per_s']:.0f} | "
+            f"| {row['tools']:,} | {row['kind']} | {row['build_tools_per_s']:.0f} | {row['encode_texts_per_s']:.0f} | "
             f"{row['build_vs_encode']:.2f} | {row['route_ms']['p50']:.2f} / {row['route_ms']['p95']:.2f} / "
             f"{row['route_ms']['p99']:.2f} | {row['embed_ms']['p50']:.2f} | {row['route_vs_embed_p50']:.2f} | "
             f"{row['http_ms']['p50']:.2f} / {row['http_ms']['p95']:.2f} / {row['http_ms']['p99']:.2f} | "
