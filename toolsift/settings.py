@@ -31,7 +31,6 @@ class Settings:
     cache_dir: Path | None = field(default_factory=_default_cache_dir)
     host: str = "127.0.0.1"
     port: int = 8000
-    default_k: int = 5
     lexical_weight: float = 0.15
     log_level: str = "info"
 
@@ -60,7 +59,6 @@ _CASTS: dict[str, Callable[[str], Any]] = {
     "catalog_path": Path,
     "cache_dir": _as_path_or_none,
     "port": int,
-    "default_k": int,
     "lexical_weight": float,
 }
 

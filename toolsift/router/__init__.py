@@ -2,7 +2,7 @@
 
 from toolsift.router.formats import OUTPUT_FORMATS, OutputFormat, format_tool
 from toolsift.router.ranking import RankingConfig
-from toolsift.router.router import DEFAULT_K, MAX_K, Match, Router, RouteResult, check_format
+from toolsift.router.router import DEFAULT_K, MAX_K, Match, Router, RouteResult
 from toolsift.router.rules import TagIndex, TagRules
 
 __all__ = [
@@ -16,6 +16,5 @@ __all__ = [
     "Router",
     "TagIndex",
     "TagRules",
-    "check_format",
     "format_tool",
 ]

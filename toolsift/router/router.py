@@ -21,7 +21,7 @@ from toolsift.embeddings import (
 from toolsift.errors import IndexMismatch, InvalidQuery
 from toolsift.index import BuildStats, IndexKind, ToolIndex
 from toolsift.index.lexical import LexicalIndex, word_and_cjk_tokens
-from toolsift.router.formats import OUTPUT_FORMATS, OutputFormat, format_tool
+from toolsift.router.formats import OutputFormat, format_tool
 from toolsift.router.ranking import RankingConfig, rank
 from toolsift.router.rules import TagIndex, TagRules
 from toolsift.types import Vector
@@ -77,9 +77,6 @@ class RouteResult:
     def fingerprint(self) -> str:
         """Identifies the subset's content; equal for equal subsets, whatever their ranking."""
         return fingerprint_tools(m.tool for m in self.matches)
-
-    def scores(self) -> dict[str, float]:
-        return {match.name: match.score for match in self.matches}
 
     def definitions(self, output_format: OutputFormat = "toolsift") -> list[dict[str, Any]]:
         return [format_tool(tool, output_format) for tool in self.tools]
@@ -239,11 +236,3 @@ def _check_query(query: str) -> str:
 def _check_k(k: int) -> None:
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise InvalidQuery("k", f"must be an integer from 1 to {MAX_K}, got {k!r}")
-
-
-def check_format(output_format: str) -> OutputFormat:
-    if output_format not in OUTPUT_FORMATS:
-        raise InvalidQuery("format", f"unknown format {output_format!r}; use one of {', '.join(OUTPUT_FORMATS)}")
-    return output_format  # type: ignore[return-value]
-
-
