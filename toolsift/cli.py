@@ -15,8 +15,7 @@ from toolsift.catalog import Catalog, load_catalog
 from toolsift.catalog.loader import DIALECTS
 from toolsift.errors import ToolsiftError
 from toolsift.index import INDEX_KINDS
-from toolsift.router import MAX_K, OUTPUT_FORMATS, RankingConfig, Router, TagRules
-from toolsift.service import match_out
+from toolsift.router import ACCESS_POLICIES, MAX_K, OUTPUT_FORMATS, Access, RankingConfig, Router, TagRules, deliver
 from toolsift.settings import BUNDLED_CATALOG, Settings
 
 
@@ -91,29 +90,31 @@ def build(catalog: Path | None, out: Path | None, model: str | None, kind: str |
 @click.option("--tags", help="Comma-separated tags; a tool needs at least one of them.")
 @click.option("--all-tags", help="Comma-separated tags; a tool needs all of them.")
 @click.option("--exclude-tags", help="Comma-separated tags; a tool must have none of them.")
+@click.option("--access", type=click.Choice(ACCESS_POLICIES), default="any", show_default=True, help="read_only / non_destructive: only tools whose MCP annotations allow it.")
+@click.option("--pin", "pinned", multiple=True, help="A tool to include whatever the query (repeatable); not counted in k.")
 @click.option("--min-score", type=float, help="Drop tools whose ranking score is below this.")
 @click.option("--lexical-weight", type=click.FloatRange(0, 10), help="Weight of the BM25 part of the score; 0 = dense only [default: 0.15].")
 @click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), help="Print the tool definitions in this form, as JSON.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
-def route(query: str, index_path: Path | None, k: int, tags: str | None, all_tags: str | None, exclude_tags: str | None, min_score: float | None, lexical_weight: float | None, output_format: str | None, as_json: bool) -> None:
+def route(query: str, index_path: Path | None, k: int, tags: str | None, all_tags: str | None, exclude_tags: str | None, access: Access, pinned: tuple[str, ...], min_score: float | None, lexical_weight: float | None, output_format: str | None, as_json: bool) -> None:
     """Print the tools that best fit QUERY."""
     settings = Settings.from_env(None, index_path=index_path, lexical_weight=lexical_weight)
     router = Router.load(settings.index_path, ranking=RankingConfig(settings.lexical_weight))
-    result = router.route(query, k, TagRules.parse(tags, all_tags, exclude_tags), min_score=min_score)
+    rules = TagRules.parse(tags, all_tags, exclude_tags, access=access)
+    result = router.route(query, k, rules, min_score=min_score, pinned=pinned)
     if output_format or as_json:
         payload: Any = result.definitions(output_format or "toolsift")  # type: ignore[arg-type]
         if as_json:
-            payload = {
-                "tools": payload,
-                "matches": [match_out(m) for m in result.matches],
-                "fingerprint": result.fingerprint,
-                "eligible": result.eligible,
-            }
+            payload = deliver(router, result, output_format=output_format or "toolsift", rules=rules)  # type: ignore[arg-type]
         sys.stdout.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
         return
     if not result.matches:
         click.echo(f"no tool fits (of {result.eligible} eligible)")
+        for tool in result.pinned:
+            click.echo(f"pinned  {tool.name}  {tool.description}")
         return
+    for tool in result.pinned:
+        click.echo(f"pinned  {tool.name}  {tool.description}")
     width = max(len(m.name) for m in result.matches)
     for match in result.matches:
         click.echo(

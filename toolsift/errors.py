@@ -96,6 +96,19 @@ class UnknownTag(ToolsiftError):
         super().__init__(f"unknown tag '{tag}'.{hint} Known tags: {listing}")
 
 
+class UnknownTool(ToolsiftError):
+    """A request names a tool (to pin, for instance) that is not in the catalog."""
+
+    def __init__(self, name: str, known: Iterable[str], field: str = "pinned") -> None:
+        self.name = name
+        close = get_close_matches(name, list(known), n=3)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        super().__init__(
+            f"{field}: no tool named '{name}' in the catalog.{hint} GET /tools (or `toolsift route "
+            "--json`) lists the names"
+        )
+
+
 class InvalidQuery(ToolsiftError):
     """A route request is out of bounds (empty or huge query, bad k, unknown format)."""
 

@@ -20,8 +20,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolsift._version import __version__
 from toolsift.errors import NotReady, ToolsiftError
-from toolsift.router import MAX_K, Match, RankingConfig, Router, TagRules, format_tool
-from toolsift.router.router import MAX_QUERY_CHARS
+from toolsift.router import (
+    MAX_K,
+    MAX_QUERY_CHARS,
+    Access,
+    Delivery,
+    RankingConfig,
+    Router,
+    SessionStore,
+    TagRules,
+    deliver,
+    format_tool,
+)
+from toolsift.router.router import MAX_PINNED
 from toolsift.settings import Settings
 
 logger = logging.getLogger("toolsift.service")
@@ -61,13 +72,30 @@ class RouteRequest(BaseModel):
     min_score: float | None = Field(
         default=None, ge=-1.0, le=11.0, description="Drop tools whose ranking score is below this"
     )
+    access: Access = Field(
+        default="any",
+        description="read_only: only tools annotated readOnlyHint; non_destructive: also those "
+        "annotated destructiveHint false; any: no annotation rule",
+    )
+    pinned: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
+        default_factory=list, max_length=MAX_PINNED,
+        description="Tools always delivered, first, whatever the query; they do not count toward k",
+    )
+    session_id: str | None = Field(
+        default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:@-]+$",
+        description="Makes the tool list sticky: tools given earlier keep their place, new ones are appended",
+    )
+    delivery: Delivery = Field(
+        default="subset",
+        description="allowed_tools (with format=openai): a stable superset in tools, masked by tool_choice",
+    )
 
     def rules(self) -> TagRules:
         if self.tags is None:
-            return TagRules()
+            return TagRules(access=self.access)
         if isinstance(self.tags, list):
-            return TagRules.parse(any_of=self.tags)
-        return TagRules.parse(self.tags.any, self.tags.all, self.tags.exclude)
+            return TagRules.parse(any_of=self.tags, access=self.access)
+        return TagRules.parse(self.tags.any, self.tags.all, self.tags.exclude, access=self.access)
 
 
 class MatchOut(BaseModel):
@@ -78,20 +106,35 @@ class MatchOut(BaseModel):
     lexical: float = Field(description="BM25 score over the tool text, scaled to [0, 1] per query")
 
 
+class SessionOut(BaseModel):
+    id: str
+    turn: int = Field(description="1 on the session's first request")
+    prefix_changed: bool = Field(description="False when the previous turn's tools are an exact prefix of these")
+    appended: list[str] = Field(description="Tools added at the end on this turn")
+    removed: list[str] = Field(description="Tools dropped: gone from the catalog, or by a reset")
+    replaced: list[str] = Field(description="Tools whose definition changed in the catalog")
+    reset: bool = Field(description="The session cap was reached; the list restarted with this turn's tools")
+    size: int
+
+
 class RouteResponse(BaseModel):
-    tools: list[dict[str, Any]] = Field(description="Tool definitions, in canonical (name) order")
-    matches: list[MatchOut] = Field(description="The same tools ranked best first, with scores")
-    fingerprint: str = Field(description="sha256 of the returned subset; equal subsets, equal value")
+    tools: list[dict[str, Any]] = Field(
+        description="Tool definitions to send: pinned then matches, each by name; with a session, "
+        "the session's append-only list; with allowed_tools, the stable superset"
+    )
+    matches: list[MatchOut] = Field(description="This turn's ranked tools, best first, with scores")
+    pinned: list[str]
+    fingerprint: str = Field(description="sha256 of the tools array exactly as returned, order included")
+    selected_fingerprint: str = Field(description="sha256 of this turn's selection as a set")
     catalog_fingerprint: str
-    eligible: int = Field(description="Tools left after tag rules")
+    eligible: int = Field(description="Tools left after tag and access rules")
     k: int
     format: Format
-    took_ms: float
-
-
-def match_out(match: Match) -> dict[str, Any]:
-    return {"name": match.name, "score": match.score, "rank": match.rank,
-            "similarity": match.similarity, "lexical": match.lexical}
+    delivery: Delivery
+    session: SessionOut | None = None
+    tool_choice: dict[str, Any] | None = Field(
+        default=None, description="With delivery=allowed_tools: OpenAI tool_choice masking tools to this turn's"
+    )
 
 
 class RouterHolder:
@@ -115,6 +158,7 @@ class RouterHolder:
 def create_app(router: Router | None = None, *, settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
     holder = RouterHolder(router)
+    sessions = SessionStore(settings.session_cap, settings.max_sessions, settings.session_ttl)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -131,6 +175,7 @@ def create_app(router: Router | None = None, *, settings: Settings | None = None
         lifespan=lifespan,
     )
     app.state.routers = holder
+    app.state.sessions = sessions
 
     @app.exception_handler(ToolsiftError)
     async def toolsift_error(request: Request, error: ToolsiftError) -> Response:
@@ -154,21 +199,23 @@ def create_app(router: Router | None = None, *, settings: Settings | None = None
             status_code=422,
         )
 
-    @app.post("/route", response_model=RouteResponse, summary="Pick the tools for a query")
-    def route(request: RouteRequest) -> dict[str, Any]:
-        result = holder.get().route(
-            request.query, request.k, request.rules(), min_score=request.min_score
+    @app.post(
+        "/route", response_model=RouteResponse, response_model_exclude_none=True,
+        summary="Pick the tools for a query",
+    )
+    def route(request: RouteRequest) -> Response:
+        current = holder.get()  # one router for the whole request, even if a reload lands meanwhile
+        rules = request.rules()
+        result = current.route(
+            request.query, request.k, rules, min_score=request.min_score, pinned=request.pinned
         )
-        return {
-            "tools": result.definitions(request.format),
-            "matches": [match_out(m) for m in result.matches],
-            "fingerprint": result.fingerprint,
-            "catalog_fingerprint": result.catalog_fingerprint,
-            "eligible": result.eligible,
-            "k": result.k,
-            "format": request.format,
-            "took_ms": round(result.took_ms, 3),
-        }
+        body = deliver(
+            current, result, output_format=request.format, delivery=request.delivery, rules=rules,
+            session_id=request.session_id, sessions=sessions,
+        )
+        # timing goes in headers, so the body stays byte-identical for identical requests
+        took = f"{result.took_ms:.3f}"
+        return JSONBytes(body, headers={"Server-Timing": f"route;dur={took}", "X-Toolsift-Took-Ms": took})
 
     @app.get("/tools", summary="List the catalog's tools")
     def tools(

@@ -33,6 +33,15 @@ class Settings:
     port: int = 8000
     lexical_weight: float = 0.15
     log_level: str = "info"
+    session_cap: int = 64
+    """Most tools a sticky session holds before it resets (see toolsift.router.sessions)."""
+    max_sessions: int = 10_000
+    session_ttl: float = 3600.0
+    """Seconds a session lives after its last turn."""
+    admin_token: str | None = None
+    """Bearer token for the admin endpoints (reload); they are off while it is unset."""
+    mcp_servers: Path | None = None
+    """A YAML/JSON file listing MCP servers whose tools make up the catalog (live catalog)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -60,6 +69,10 @@ _CASTS: dict[str, Callable[[str], Any]] = {
     "cache_dir": _as_path_or_none,
     "port": int,
     "lexical_weight": float,
+    "session_cap": int,
+    "max_sessions": int,
+    "session_ttl": float,
+    "mcp_servers": Path,
 }
 
 

@@ -185,8 +185,14 @@ def _check_keys_are_strings(value: Any, path: str) -> None:
 
 
 def fingerprint_tools(tools: Iterable[Tool]) -> str:
+    """sha256 of a set of tools: the order they come in does not matter."""
+    return fingerprint_sequence(sorted(tools, key=lambda t: t.name))
+
+
+def fingerprint_sequence(tools: Iterable[Tool]) -> str:
+    """sha256 of a list of tools in the order given: equal values mean an identical tools array."""
     digest = hashlib.sha256()
-    for tool in sorted(tools, key=lambda t: t.name):
+    for tool in tools:
         digest.update(tool.canonical_json())
         digest.update(b"\n")
     return f"sha256:{digest.hexdigest()}"

@@ -1,20 +1,30 @@
-"""Tag rules, ranking and the Router that ties them together."""
+"""Tag rules, ranking, sessions, delivery and the Router that ties them together."""
 
+from toolsift.router.delivery import DELIVERY_MODES, Delivery, deliver
 from toolsift.router.formats import OUTPUT_FORMATS, OutputFormat, format_tool
 from toolsift.router.ranking import RankingConfig
-from toolsift.router.router import DEFAULT_K, MAX_K, Match, Router, RouteResult
-from toolsift.router.rules import TagIndex, TagRules
+from toolsift.router.router import DEFAULT_K, MAX_K, MAX_QUERY_CHARS, Match, Router, RouteResult
+from toolsift.router.rules import ACCESS_POLICIES, Access, TagIndex, TagRules
+from toolsift.router.sessions import SessionStore, SessionTurn
 
 __all__ = [
+    "ACCESS_POLICIES",
     "DEFAULT_K",
+    "DELIVERY_MODES",
     "MAX_K",
+    "MAX_QUERY_CHARS",
     "OUTPUT_FORMATS",
+    "Access",
+    "Delivery",
     "Match",
     "OutputFormat",
     "RankingConfig",
     "RouteResult",
     "Router",
+    "SessionStore",
+    "SessionTurn",
     "TagIndex",
     "TagRules",
+    "deliver",
     "format_tool",
 ]

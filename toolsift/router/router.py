@@ -10,6 +10,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from toolsift.catalog import Catalog, Tool, fingerprint_tools
 from toolsift.embeddings import (
     DEFAULT_MODEL,
@@ -18,7 +20,7 @@ from toolsift.embeddings import (
     compose_tool_text,
     get_embedder,
 )
-from toolsift.errors import IndexMismatch, InvalidQuery
+from toolsift.errors import IndexMismatch, InvalidQuery, UnknownTool
 from toolsift.index import BuildStats, IndexKind, ToolIndex
 from toolsift.index.lexical import LexicalIndex, word_and_cjk_tokens
 from toolsift.router.formats import OutputFormat, format_tool
@@ -28,6 +30,7 @@ from toolsift.types import Vector
 
 DEFAULT_K = 5
 MAX_K = 256
+MAX_PINNED = 64
 MAX_QUERY_CHARS = 8192
 QUERY_CACHE_SIZE = 2048
 
@@ -54,8 +57,9 @@ class Match:
 class RouteResult:
     """The routed subset.
 
-    ``matches`` is ranked best first; ``tools`` is the same subset in canonical order (by name),
-    which does not depend on scores, so the same subset always serialises to the same bytes.
+    ``matches`` is ranked best first; ``tools`` is the delivered subset in canonical order: the
+    pinned tools by name, then the matches by name. That order does not depend on scores, so the
+    same subset always serialises to the same bytes.
     """
 
     query: str
@@ -64,10 +68,13 @@ class RouteResult:
     eligible: int
     catalog_fingerprint: str
     took_ms: float
+    pinned: tuple[Tool, ...] = ()
+    """Tools the caller asked to always include; they come first and do not count toward k."""
 
     @property
     def tools(self) -> tuple[Tool, ...]:
-        return tuple(sorted((m.tool for m in self.matches), key=lambda tool: tool.name))
+        pinned = sorted(self.pinned, key=lambda tool: tool.name)
+        return tuple(pinned) + tuple(sorted((m.tool for m in self.matches), key=lambda tool: tool.name))
 
     @property
     def names(self) -> list[str]:
@@ -76,7 +83,7 @@ class RouteResult:
     @property
     def fingerprint(self) -> str:
         """Identifies the subset's content; equal for equal subsets, whatever their ranking."""
-        return fingerprint_tools(m.tool for m in self.matches)
+        return fingerprint_tools(self.tools)
 
     def definitions(self, output_format: OutputFormat = "toolsift") -> list[dict[str, Any]]:
         return [format_tool(tool, output_format) for tool in self.tools]
@@ -168,12 +175,15 @@ class Router:
         rules: TagRules | None = None,
         *,
         min_score: float | None = None,
+        pinned: Sequence[str] = (),
     ) -> RouteResult:
         """The ``k`` tools that best fit ``query`` among those ``rules`` allow.
 
         When ``k`` or fewer tools are eligible, all of them come back (ranked). ``min_score``
-        drops matches scoring below it, so a query no tool fits can return fewer or none."""
-        return self.route_many([query], k, rules, min_score=min_score)[0]
+        drops matches scoring below it, so a query no tool fits can return fewer or none.
+        ``pinned`` names tools delivered whatever the query and the rules; they are not ranked
+        and do not take any of the ``k`` places."""
+        return self.route_many([query], k, rules, min_score=min_score, pinned=pinned)[0]
 
     def route_many(
         self,
@@ -182,12 +192,18 @@ class Router:
         rules: TagRules | None = None,
         *,
         min_score: float | None = None,
+        pinned: Sequence[str] = (),
     ) -> list[RouteResult]:
         """``route`` for several queries, embedding them in one batch."""
         started = time.perf_counter()
         checked = [_check_query(query) for query in queries]
         _check_k(k)
+        pinned_tools = self.pinned_tools(pinned)
         allowed = self.tag_index.allowed(rules or TagRules())
+        if pinned_tools:
+            pinned_ids = np.asarray(sorted(self.catalog.position(t.name) for t in pinned_tools), dtype=np.int64)
+            everything = np.arange(len(self.catalog), dtype=np.int64) if allowed is None else allowed
+            allowed = np.setdiff1d(everything, pinned_ids, assume_unique=True)
         eligible = len(self.catalog) if allowed is None else int(allowed.shape[0])
         vectors = self.embed_queries(checked) if eligible else [None] * len(checked)
         results = []
@@ -213,9 +229,24 @@ class Router:
                     eligible=eligible,
                     catalog_fingerprint=self.catalog.fingerprint,
                     took_ms=(time.perf_counter() - started) * 1000 / max(1, len(checked)),
+                    pinned=pinned_tools,
                 )
             )
         return results
+
+    def pinned_tools(self, names: Sequence[str]) -> tuple[Tool, ...]:
+        """The catalog's tools for ``names``, once each; an unknown name raises UnknownTool."""
+        if isinstance(names, str):
+            names = [names]
+        if len(names) > MAX_PINNED:
+            raise InvalidQuery("pinned", f"names {len(names)} tools; the limit is {MAX_PINNED}")
+        tools = []
+        for name in dict.fromkeys(names):
+            tool = self.catalog.get(name)
+            if tool is None:
+                raise UnknownTool(name, self.catalog.names)
+            tools.append(tool)
+        return tuple(tools)
 
 
 def _check_query(query: str) -> str:

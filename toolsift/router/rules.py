@@ -4,12 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 import numpy as np
 
-from toolsift.catalog import Catalog
-from toolsift.errors import UnknownTag
+from toolsift.catalog import Catalog, Tool
+from toolsift.errors import InvalidQuery, UnknownTag
 from toolsift.types import IdArray
+
+Access = Literal["any", "read_only", "non_destructive"]
+ACCESS_POLICIES: tuple[str, ...] = get_args(Access)
+
+
+def allows_access(tool: Tool, access: Access) -> bool:
+    """The read-only vs mutating policy, from the tool's MCP annotations.
+
+    ``read_only``: only tools annotated ``readOnlyHint: true``. ``non_destructive``: read-only
+    tools plus those annotated ``destructiveHint: false``. As in MCP, a tool without
+    annotations is assumed to be able to change things, so it passes neither policy."""
+    if access == "any":
+        return True
+    hints = tool.annotations
+    if hints.read_only:
+        return True
+    return access == "non_destructive" and hints.destructive is False
 
 
 def _as_tuple(tags: Iterable[str] | str | None) -> tuple[str, ...]:
@@ -23,11 +41,17 @@ def _as_tuple(tags: Iterable[str] | str | None) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class TagRules:
     """``any_of``: a tool needs at least one of these tags. ``all_of``: it needs every one.
-    ``exclude``: it must have none of these. Empty rules allow every tool."""
+    ``exclude``: it must have none of these. ``access``: the read-only vs mutating policy
+    (see ``allows_access``). Empty rules allow every tool."""
 
     any_of: tuple[str, ...] = ()
     all_of: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    access: Access = "any"
+
+    def __post_init__(self) -> None:
+        if self.access not in ACCESS_POLICIES:
+            raise InvalidQuery("access", f"must be one of {', '.join(ACCESS_POLICIES)}, got {self.access!r}")
 
     @classmethod
     def parse(
@@ -35,13 +59,14 @@ class TagRules:
         any_of: Iterable[str] | str | None = None,
         all_of: Iterable[str] | str | None = None,
         exclude: Iterable[str] | str | None = None,
+        access: Access = "any",
     ) -> TagRules:
         """Build rules from lists or comma-separated strings."""
-        return cls(_as_tuple(any_of), _as_tuple(all_of), _as_tuple(exclude))
+        return cls(_as_tuple(any_of), _as_tuple(all_of), _as_tuple(exclude), access)
 
     @property
     def empty(self) -> bool:
-        return not (self.any_of or self.all_of or self.exclude)
+        return not (self.any_of or self.all_of or self.exclude) and self.access == "any"
 
     def tags(self) -> tuple[str, ...]:
         return self.any_of + self.all_of + self.exclude
@@ -53,6 +78,7 @@ class TagIndex:
 
     catalog: Catalog
     _ids: dict[str, IdArray] = field(default_factory=dict)
+    _access: dict[str, IdArray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         grouped: dict[str, list[int]] = {}
@@ -60,6 +86,14 @@ class TagIndex:
             for tag in tool.tags:
                 grouped.setdefault(tag, []).append(position)
         self._ids = {tag: np.asarray(ids, dtype=np.int64) for tag, ids in grouped.items()}
+        self._access = {
+            policy: np.asarray(
+                [p for p, tool in enumerate(self.catalog) if allows_access(tool, policy)],  # type: ignore[arg-type]
+                dtype=np.int64,
+            )
+            for policy in ACCESS_POLICIES
+            if policy != "any"
+        }
 
     def ids(self, tag: str) -> IdArray:
         try:
@@ -83,6 +117,8 @@ class TagIndex:
             allowed = np.intersect1d(allowed, self.ids(tag), assume_unique=True)
         if rules.exclude:
             allowed = np.setdiff1d(allowed, _union(self.ids(tag) for tag in rules.exclude), assume_unique=True)
+        if rules.access != "any":
+            allowed = np.intersect1d(allowed, self._access[rules.access], assume_unique=True)
         return allowed
 
 

@@ -1,0 +1,128 @@
+"""Turn a route result into what a caller sends to its LLM: the response body of ``/route``.
+
+Two delivery modes:
+
+- ``subset`` (default): ``tools`` holds only the routed tools (pinned first, then the matches,
+  each group by name), or, with a session, the session's append-only list.
+- ``allowed_tools`` (OpenAI only): ``tools`` holds a stable superset (the session's list, or every
+  tool the rules allow when there is no session) and ``tool_choice`` masks it down to this turn's
+  tools, so the tools array, and with it the cached prefix, stays the same from turn to turn.
+
+The body depends only on the catalog, the request and the session state: no timings, sorted keys,
+so the same request gives the same bytes in any process.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, get_args
+
+from toolsift.catalog import Tool, fingerprint_sequence
+from toolsift.errors import InvalidQuery
+from toolsift.router.formats import OutputFormat, format_tool
+from toolsift.router.router import Match, Router, RouteResult
+from toolsift.router.rules import TagRules
+from toolsift.router.sessions import SessionStore, SessionTurn
+
+Delivery = Literal["subset", "allowed_tools"]
+DELIVERY_MODES: tuple[str, ...] = get_args(Delivery)
+MAX_SUPERSET = 128
+"""OpenAI accepts at most 128 tools per request: the most an allowed_tools superset may hold."""
+
+
+def match_record(match: Match) -> dict[str, Any]:
+    return {
+        "name": match.name,
+        "score": match.score,
+        "rank": match.rank,
+        "similarity": match.similarity,
+        "lexical": match.lexical,
+    }
+
+
+def session_record(turn: SessionTurn) -> dict[str, Any]:
+    return {
+        "id": turn.session_id,
+        "turn": turn.turn,
+        "prefix_changed": turn.prefix_changed,
+        "appended": list(turn.appended),
+        "removed": list(turn.removed),
+        "replaced": list(turn.replaced),
+        "reset": turn.reset,
+        "size": len(turn.tools),
+    }
+
+
+def allowed_tools_choice(names: list[str]) -> dict[str, Any]:
+    """OpenAI Chat Completions ``tool_choice`` restricting the model to ``names``."""
+    return {
+        "type": "allowed_tools",
+        "allowed_tools": {
+            "mode": "auto",
+            "tools": [{"type": "function", "function": {"name": name}} for name in names],
+        },
+    }
+
+
+def superset_for(router: Router, rules: TagRules, pinned: tuple[Tool, ...]) -> tuple[Tool, ...]:
+    """Every tool the rules allow, plus the pinned ones, by name: a superset that only a catalog
+    change alters."""
+    allowed = router.tag_index.allowed(rules)
+    catalog = router.catalog
+    chosen = {tool.name: tool for tool in pinned}
+    positions = range(len(catalog)) if allowed is None else allowed.tolist()
+    if len(positions) + len(chosen) > MAX_SUPERSET:
+        raise InvalidQuery(
+            "delivery",
+            f"allowed_tools needs a superset of at most {MAX_SUPERSET} tools, and these rules allow "
+            f"{len(positions)}. Send a session_id (the superset is then the session's tools) or "
+            "narrow the tag rules",
+        )
+    for position in positions:
+        tool = catalog[int(position)]
+        chosen.setdefault(tool.name, tool)
+    return tuple(sorted(chosen.values(), key=lambda tool: tool.name))
+
+
+def deliver(
+    router: Router,
+    result: RouteResult,
+    *,
+    output_format: OutputFormat = "toolsift",
+    delivery: Delivery = "subset",
+    rules: TagRules | None = None,
+    session_id: str | None = None,
+    sessions: SessionStore | None = None,
+) -> dict[str, Any]:
+    """The ``/route`` response body for ``result``."""
+    if delivery not in DELIVERY_MODES:
+        raise InvalidQuery("delivery", f"must be one of {', '.join(DELIVERY_MODES)}, got {delivery!r}")
+    if delivery == "allowed_tools" and output_format != "openai":
+        raise InvalidQuery(
+            "delivery",
+            "allowed_tools is an OpenAI feature; send format=openai with it, or use delivery=subset",
+        )
+    selected = result.tools
+    body: dict[str, Any] = {
+        "matches": [match_record(match) for match in result.matches],
+        "pinned": sorted(tool.name for tool in result.pinned),
+        "catalog_fingerprint": result.catalog_fingerprint,
+        "eligible": result.eligible,
+        "k": result.k,
+        "format": output_format,
+        "delivery": delivery,
+    }
+    tools: tuple[Tool, ...] = selected
+    if session_id is not None:
+        if sessions is None:
+            raise InvalidQuery("session_id", "sessions are not enabled on this router")
+        turn = sessions.advance(session_id, selected, router.catalog)
+        tools = turn.tools
+        body["session"] = session_record(turn)
+    elif delivery == "allowed_tools":
+        tools = superset_for(router, rules or TagRules(), result.pinned)
+    if delivery == "allowed_tools":
+        body["tool_choice"] = allowed_tools_choice([tool.name for tool in selected])
+    body["tools"] = [format_tool(tool, output_format) for tool in tools]
+    body["fingerprint"] = fingerprint_sequence(tools)  # the tools array exactly, order included
+    body["selected_fingerprint"] = result.fingerprint  # this turn's selection, as a set
+    return body

@@ -1,0 +1,156 @@
+"""Sticky sessions: the tool list given to a conversation only grows at the end.
+
+Prompt caches key on an exact prefix (OpenAI) or on tools → system → messages (Anthropic), so a
+tools array that changes or reorders from one turn to the next throws the cache away. With a
+session, the tools delivered on earlier turns keep their place and this turn's new tools are
+appended, so the previous turn's list stays a byte-identical prefix.
+
+Policy at the cap: when appending would take the list past ``cap`` tools, the session *resets*:
+the list becomes this turn's tools (pinned first, then the matches, each by name). The prefix
+changes once, on that turn (``reset`` is true), and the session has room to grow again. Dropping
+old tools one by one instead would change the prefix on every turn after the cap.
+
+When the catalog changes under a session (a re-index), tools that left the catalog are removed and
+tools whose definition changed are replaced in place; either way the response says the prefix
+changed and why. A session never serves a definition the current catalog no longer has.
+
+Sessions live in memory, per process, bounded in number (least recently used evicted first) and
+in age (``ttl_seconds`` since last use). Behind several workers, route a session to the same
+worker (hash on the session id) or accept that a session starts over on another worker.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from toolsift.catalog import Catalog, Tool
+
+DEFAULT_SESSION_CAP = 64
+DEFAULT_MAX_SESSIONS = 10_000
+DEFAULT_SESSION_TTL_SECONDS = 3600.0
+
+
+@dataclass(frozen=True)
+class SessionTurn:
+    """What one turn did to a session's tool list."""
+
+    session_id: str
+    turn: int
+    tools: tuple[Tool, ...]
+    """The whole list to send, earlier tools first; a prefix of the next turn's unless it changes."""
+    appended: tuple[str, ...]
+    """Names added at the end on this turn."""
+    removed: tuple[str, ...] = ()
+    """Names dropped because they left the catalog (or because of a reset)."""
+    replaced: tuple[str, ...] = ()
+    """Names whose definition changed in the catalog since they were given."""
+    reset: bool = False
+    """The cap was reached and the list started over with this turn's tools."""
+
+    @property
+    def prefix_changed(self) -> bool:
+        """False when the list sent on the previous turn is an exact prefix of this one."""
+        return self.reset or bool(self.removed or self.replaced)
+
+
+@dataclass
+class _Session:
+    tools: list[Tool]
+    turns: int = 0
+    last_used: float = field(default_factory=time.monotonic)
+
+
+class SessionStore:
+    """Thread-safe, bounded, in-memory sessions keyed by the caller's session id."""
+
+    def __init__(
+        self,
+        cap: int = DEFAULT_SESSION_CAP,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        ttl_seconds: float = DEFAULT_SESSION_TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if cap < 1:
+            raise ValueError(f"cap must be at least 1, not {cap}")
+        self.cap = cap
+        self.max_sessions = max_sessions
+        self.ttl_seconds = ttl_seconds
+        self._clock = clock
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def __contains__(self, session_id: object) -> bool:
+        return session_id in self._sessions
+
+    def tools(self, session_id: str) -> tuple[Tool, ...]:
+        """The tools the session holds now (empty for an unknown session)."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+            return tuple(session.tools) if session else ()
+
+    def forget(self, session_id: str) -> bool:
+        with self._lock:
+            return self._sessions.pop(session_id, None) is not None
+
+    def advance(self, session_id: str, selected: Sequence[Tool], catalog: Catalog) -> SessionTurn:
+        """Add this turn's ``selected`` tools (in the order given, normally canonical) to the session."""
+        now = self._clock()
+        with self._lock:
+            self._expire(now)
+            session = self._sessions.get(session_id)
+            if session is None:
+                session = _Session(tools=[])
+                self._sessions[session_id] = session
+            self._sessions.move_to_end(session_id)
+            while len(self._sessions) > self.max_sessions:
+                self._sessions.popitem(last=False)
+            session.turns += 1
+            session.last_used = now
+
+            kept, removed, replaced = _refresh(session.tools, catalog)
+            present = {tool.name for tool in kept}
+            new = [tool for tool in dict((t.name, t) for t in selected).values() if tool.name not in present]
+            if len(kept) + len(new) > self.cap and kept:
+                chosen = {tool.name for tool in selected}
+                dropped = removed + tuple(t.name for t in kept if t.name not in chosen)
+                session.tools = list(dict((t.name, t) for t in selected).values())
+                return SessionTurn(
+                    session_id, session.turns, tuple(session.tools),
+                    appended=tuple(t.name for t in session.tools), removed=dropped, reset=True,
+                )
+            session.tools = kept + new
+            return SessionTurn(
+                session_id, session.turns, tuple(session.tools),
+                appended=tuple(t.name for t in new), removed=removed, replaced=replaced,
+            )
+
+    def _expire(self, now: float) -> None:
+        while self._sessions:
+            oldest_id, oldest = next(iter(self._sessions.items()))
+            if now - oldest.last_used <= self.ttl_seconds:
+                break
+            del self._sessions[oldest_id]
+
+
+def _refresh(tools: list[Tool], catalog: Catalog) -> tuple[list[Tool], tuple[str, ...], tuple[str, ...]]:
+    """The session's tools as the current catalog defines them: gone ones dropped, changed ones replaced."""
+    kept: list[Tool] = []
+    removed: list[str] = []
+    replaced: list[str] = []
+    for tool in tools:
+        current = catalog.get(tool.name)
+        if current is None:
+            removed.append(tool.name)
+        elif current != tool:
+            replaced.append(tool.name)
+            kept.append(current)
+        else:
+            kept.append(tool)
+    return kept, tuple(removed), tuple(replaced)
