@@ -59,11 +59,22 @@ def main() -> None:
 @click.option("--kind", type=click.Choice(INDEX_KINDS), help="auto (default: flat up to 20,000 tools, hnsw above), flat (exact) or hnsw (approximate).")
 @click.option("--dialect", type=click.Choice(DIALECTS), default="auto", show_default=True, help="Tool format of the catalog entries.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the on-disk embedding cache.")
+@click.option("--mcp-servers", type=click.Path(path_type=Path), help="Also take the tools the MCP servers in this file list now (a snapshot; `serve --mcp-servers` follows changes).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def build(catalog: Path | None, out: Path | None, model: str | None, kind: str | None, dialect: str, no_cache: bool, quiet: bool) -> None:
-    """Embed CATALOG (default: the bundled catalog) and save a searchable index folder."""
+def build(catalog: Path | None, out: Path | None, model: str | None, kind: str | None, dialect: str, mcp_servers: Path | None, no_cache: bool, quiet: bool) -> None:
+    """Embed CATALOG (default: the bundled catalog, or none with --mcp-servers) and save a searchable index folder."""
     settings = Settings.from_env(None, index_path=out, model=model, index_kind=kind)
-    tools = _load_catalog(catalog, dialect)
+    if mcp_servers is not None:
+        import anyio
+
+        from toolsift.mcp import load_sources, snapshot_catalog
+
+        base = _load_catalog(catalog, dialect) if catalog is not None else None
+        tools, problems = anyio.run(snapshot_catalog, load_sources(mcp_servers), base)
+        for problem in problems:
+            click.echo(f"skipped: {problem}", err=True)
+    else:
+        tools = _load_catalog(catalog, dialect)
     from toolsift.embeddings import get_embedder
 
     started = time.perf_counter()
@@ -130,14 +141,23 @@ def route(query: str, index_path: Path | None, k: int, tags: str | None, all_tag
 @click.option("--host", help="Interface to bind [default: 127.0.0.1].")
 @click.option("--port", type=int, help="Port [default: 8000].")
 @click.option("--workers", type=int, default=1, show_default=True, help="Worker processes, all serving the same index folder.")
-def serve(index_path: Path | None, catalog: Path | None, host: str | None, port: int | None, workers: int) -> None:
+@click.option("--mcp-servers", type=click.Path(path_type=Path, dir_okay=False), help="Live catalog: the tools of the MCP servers in this file (plus --catalog), re-indexed when they change.")
+def serve(index_path: Path | None, catalog: Path | None, host: str | None, port: int | None, workers: int, mcp_servers: Path | None) -> None:
     """Serve the HTTP API (docs at /docs)."""
     import os
 
     import uvicorn
 
-    settings = Settings.from_env(None, index_path=index_path, host=host, port=port)
-    if catalog is not None and not (settings.index_path / "manifest.json").is_file():
+    settings = Settings.from_env(None, index_path=index_path, host=host, port=port, mcp_servers=mcp_servers)
+    if settings.mcp_servers is not None:
+        from toolsift.mcp import load_sources
+
+        load_sources(settings.mcp_servers)  # fail now, with the file's problem, not inside a worker
+        os.environ["TOOLSIFT_MCP_SERVERS"] = str(settings.mcp_servers.resolve())
+        if catalog is not None:
+            _load_catalog(catalog, "auto")
+            os.environ["TOOLSIFT_CATALOG_PATH"] = str(catalog.resolve())
+    elif catalog is not None and not (settings.index_path / "manifest.json").is_file():
         router = Router.build(_load_catalog(catalog, "auto"), cache=_open_cache(settings, False))
         router.save(settings.index_path)
     os.environ["TOOLSIFT_INDEX_PATH"] = str(settings.index_path)
@@ -145,6 +165,24 @@ def serve(index_path: Path | None, catalog: Path | None, host: str | None, port:
         "toolsift.service:create_app", factory=True, host=settings.host, port=settings.port,
         workers=workers, log_level=settings.log_level,
     )
+
+
+@main.command("mcp")
+@click.option("--index", "index_path", type=click.Path(path_type=Path), help="Index folder [default: TOOLSIFT_INDEX_PATH or var/index].")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True, help="stdio for a client that launches toolsift; http serves streamable HTTP on /mcp.")
+@click.option("--host", help="Interface to bind with --transport http [default: 127.0.0.1].")
+@click.option("--port", type=int, help="Port with --transport http [default: 8000].")
+def mcp_command(index_path: Path | None, transport: str, host: str | None, port: int | None) -> None:
+    """Serve toolsift itself as an MCP server with one tool, search_tools."""
+    from toolsift.mcp.server import create_mcp_server
+
+    settings = Settings.from_env(None, index_path=index_path, host=host, port=port)
+    router = Router.load(settings.index_path, ranking=RankingConfig(settings.lexical_weight))
+    server = create_mcp_server(lambda: router)
+    if transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=settings.host, port=settings.port)
 
 
 @main.command()

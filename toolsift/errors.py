@@ -117,6 +117,27 @@ class InvalidQuery(ToolsiftError):
         super().__init__(f"{field}: {problem}")
 
 
+class AdminDisabled(ToolsiftError):
+    """Admin endpoints are off because no admin token is configured."""
+
+    status_code = 403
+
+    def __init__(self) -> None:
+        super().__init__(
+            "admin endpoints are off: no admin token is set. Start the service with "
+            "TOOLSIFT_ADMIN_TOKEN=<a long random secret> and send 'Authorization: Bearer <secret>'"
+        )
+
+
+class Unauthorized(ToolsiftError):
+    """An admin request without the right token."""
+
+    status_code = 401
+
+    def __init__(self) -> None:
+        super().__init__("missing or wrong admin token: send 'Authorization: Bearer <TOOLSIFT_ADMIN_TOKEN>'")
+
+
 class NotReady(ToolsiftError):
     """The service has no index loaded yet."""
 

@@ -6,20 +6,25 @@
 
 from __future__ import annotations
 
+import hmac
 import logging
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
+import anyio
 import orjson
-from fastapi import FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolsift._version import __version__
-from toolsift.errors import NotReady, ToolsiftError
+from toolsift.catalog import load_catalog
+from toolsift.embeddings import EmbeddingCache, get_embedder
+from toolsift.errors import AdminDisabled, NotReady, ToolsiftError, Unauthorized
+from toolsift.mcp import LiveCatalog, load_sources, router_builder
 from toolsift.router import (
     MAX_K,
     MAX_QUERY_CHARS,
@@ -155,17 +160,45 @@ class RouterHolder:
             self._router = router
 
 
+def _open_cache(settings: Settings) -> EmbeddingCache | None:
+    cache_file = settings.cache_file()
+    return EmbeddingCache(cache_file) if cache_file is not None else None
+
+
 def create_app(router: Router | None = None, *, settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
     holder = RouterHolder(router)
     sessions = SessionStore(settings.session_cap, settings.max_sessions, settings.session_ttl)
 
+    ranking = RankingConfig(settings.lexical_weight)
+    live: list[LiveCatalog] = []  # set while a live catalog (MCP servers) runs
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.mcp_servers is not None:
+            catalog = load_catalog(settings.catalog_path) if settings.catalog_path else None
+            embedder = router.embedder if router else get_embedder(settings.model)
+            build = router_builder(embedder, ranking=ranking, cache=_open_cache(settings))
+            catalog_of_servers = LiveCatalog(
+                load_sources(settings.mcp_servers), build=build, publish=holder.set, base=catalog
+            )
+            logger.info("reading tools from the MCP servers in %s", settings.mcp_servers)
+            async with catalog_of_servers.running():
+                live.append(catalog_of_servers)
+                yield
+                live.clear()
+            return
         if router is None:
             logger.info("loading index from %s", settings.index_path)
-            holder.set(Router.load(settings.index_path, ranking=RankingConfig(settings.lexical_weight)))
+            holder.set(Router.load(settings.index_path, ranking=ranking))
         yield
+
+    def require_admin(authorization: Annotated[str | None, Header()] = None) -> None:
+        if not settings.admin_token:
+            raise AdminDisabled()
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip(), settings.admin_token):
+            raise Unauthorized()
 
     app = FastAPI(
         title="toolsift",
@@ -237,6 +270,33 @@ def create_app(router: Router | None = None, *, settings: Settings | None = None
             "tools": [format_tool(tool, format) for tool in page],
             "tags": catalog.tag_counts(),
             "catalog_fingerprint": catalog.fingerprint,
+        }
+
+    @app.post("/admin/reload", summary="Reload the catalog (admin token)", dependencies=[Depends(require_admin)])
+    async def reload(server: Annotated[str | None, Query(description="Only this MCP server")] = None) -> dict[str, Any]:
+        """With MCP servers: fetch their tools again and re-index what changed. Otherwise: load the
+        index folder again (after `toolsift build` wrote a new one). On any failure the previous
+        catalog keeps serving and the error says why."""
+        if live:
+            return {"source": "mcp", **await live[0].reload(server)}
+        previous = holder.get()
+        loaded = await anyio.to_thread.run_sync(
+            lambda: Router.load(settings.index_path, previous.embedder, ranking=ranking)
+        )
+        holder.set(loaded)
+        changed = loaded.catalog.fingerprint != previous.catalog.fingerprint
+        return {"source": str(settings.index_path), "changed": changed, "tools": len(loaded.catalog),
+                "catalog_fingerprint": loaded.catalog.fingerprint}
+
+    @app.get("/admin/status", summary="Catalog sources and reload history (admin token)",
+             dependencies=[Depends(require_admin)])
+    def admin_status() -> dict[str, Any]:
+        current = holder.get()
+        return {
+            "tools": len(current.catalog),
+            "catalog_fingerprint": current.catalog.fingerprint,
+            "sessions": len(sessions),
+            "live": live[0].status() if live else None,
         }
 
     @app.get("/healthz", summary="Liveness and what is loaded")

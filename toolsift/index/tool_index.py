@@ -18,11 +18,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
 from toolsift._version import __version__
 from toolsift.catalog import Catalog, load_catalog
 from toolsift.embeddings import Embedder, EmbeddingCache, compose_tool_text, embed_documents_cached
+from toolsift.embeddings.cache import CacheStats
 from toolsift.errors import IndexMismatch, IndexNotFound
 from toolsift.index.faiss_index import FaissIndex, IndexKind, resolve_kind
 
@@ -60,6 +62,8 @@ class BuildStats:
     embedded: int
     cached: int
     seconds: float
+    reused: int = 0
+    """Vectors taken from the previous index because the tool's text did not change."""
 
 
 class ToolIndex:
@@ -79,11 +83,26 @@ class ToolIndex:
         kind: IndexKind = "auto",
         cache: EmbeddingCache | None = None,
         progress: bool = False,
+        previous: ToolIndex | None = None,
     ) -> tuple[ToolIndex, BuildStats]:
+        """Embed ``catalog`` and index it. With ``previous`` (an index built by the same model),
+        tools whose text did not change keep their vectors: only new or edited tools are embedded."""
         started = time.perf_counter()
         kind = resolve_kind(kind, len(catalog))
         texts = [compose_tool_text(tool) for tool in catalog]
-        matrix, stats = embed_documents_cached(embedder, texts, cache, progress=progress)
+        known: dict[str, int] = {}
+        if previous is not None and previous.manifest.model == embedder.name:
+            known = {compose_tool_text(tool): position for position, tool in enumerate(previous.catalog)}
+        fresh_rows = [row for row, text in enumerate(texts) if text not in known]
+        matrix = np.empty((len(texts), embedder.dimension), dtype=np.float32)
+        stats = CacheStats(hits=0, misses=0)
+        if fresh_rows:
+            fresh, stats = embed_documents_cached(embedder, [texts[row] for row in fresh_rows], cache, progress=progress)
+            matrix[fresh_rows] = fresh
+        reused_rows = [row for row, text in enumerate(texts) if text in known]
+        if reused_rows and previous is not None:
+            source_ids = np.asarray([known[texts[row]] for row in reused_rows], dtype=np.int64)
+            matrix[reused_rows] = previous.vectors.vectors(source_ids)
         vectors = FaissIndex.from_vectors(matrix, kind) if len(catalog) else FaissIndex(embedder.dimension, kind)
         manifest = Manifest(
             model=embedder.name,
@@ -98,6 +117,7 @@ class ToolIndex:
             embedded=stats.misses,
             cached=stats.hits,
             seconds=time.perf_counter() - started,
+            reused=len(reused_rows),
         )
         return cls(catalog, vectors, manifest), build_stats
 

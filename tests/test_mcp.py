@@ -1,0 +1,320 @@
+"""Live catalogs from real MCP servers (official SDK, stdio and streamable HTTP), and toolsift as an
+MCP server. The servers are tests/fixtures/mcp_tool_server.py, run as subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from fastapi.testclient import TestClient
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from toolsift import Router
+from toolsift.embeddings import Embedder
+from toolsift.errors import CatalogError
+from toolsift.mcp import LiveCatalog, McpServerSpec, ReloadFailed, parse_sources, router_builder, to_tool
+from toolsift.mcp.server import create_mcp_server
+from toolsift.service import create_app
+from toolsift.settings import Settings
+
+FIXTURE_SERVER = Path(__file__).parent / "fixtures" / "mcp_tool_server.py"
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "get_weather",
+        "description": "Current weather conditions for a city.",
+        "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "send_email",
+        "description": "Send an email message to a recipient.",
+        "inputSchema": {"type": "object", "properties": {"to": {"type": "string"}, "body": {"type": "string"}}},
+    },
+    {
+        "name": "create_invoice",
+        "description": "Create an invoice for a customer with line items and a due date.",
+        "inputSchema": {"type": "object", "properties": {"customer": {"type": "string"}}},
+    },
+]
+
+CHANGED: list[dict[str, Any]] = [
+    TOOLS[0],
+    {**TOOLS[1], "description": "Send an email or a reply to one or more recipients."},  # edited
+    {
+        "name": "translate_text",
+        "description": "Translate text from one language into another.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "to": {"type": "string"}}},
+    },
+]  # create_invoice removed
+
+
+def write_tools(path: Path, tools: list[dict[str, Any]] | str) -> None:
+    staging = path.with_suffix(".tmp")
+    staging.write_text(tools if isinstance(tools, str) else json.dumps(tools))
+    os.replace(staging, path)  # the server never reads a half-written file
+
+
+def stdio_spec(tools_file: Path, **extra: Any) -> McpServerSpec:
+    return McpServerSpec(
+        name="fixture", command=sys.executable, args=(str(FIXTURE_SERVER), str(tools_file), "stdio"),
+        timeout=60, **extra,
+    )
+
+
+async def wait_for(condition: Callable[[], bool], seconds: float = 60) -> None:
+    with anyio.fail_after(seconds):
+        while not condition():
+            await anyio.sleep(0.05)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+# -- the servers file and tool conversion --------------------------------------------------
+
+
+def test_servers_file_is_parsed_and_checked() -> None:
+    specs = parse_sources({
+        "mcpServers": {
+            "files": {"command": "npx", "args": ["-y", "server-filesystem", "/data"], "env": {"A": "1"}},
+            "github": {"url": "https://mcp.example.com/mcp", "prefix": "gh_", "tags": ["code"]},
+        }
+    })
+    assert [(s.name, s.transport) for s in specs] == [("files", "stdio"), ("github", "http")]
+    with pytest.raises(CatalogError, match="server 'both'.*either 'command'"):
+        parse_sources({"mcpServers": {"both": {"command": "x", "url": "http://a"}}})
+    with pytest.raises(CatalogError, match="server 'none'"):
+        parse_sources({"mcpServers": {"none": {"args": ["x"]}}})
+    with pytest.raises(CatalogError, match="server 'typo'.*comand"):
+        parse_sources({"mcpServers": {"typo": {"comand": "x"}}})
+    with pytest.raises(CatalogError, match="no servers listed"):
+        parse_sources({"servers": {}})
+
+
+def test_mcp_tools_become_catalog_tools() -> None:
+    spec = McpServerSpec(name="gh", url="http://localhost/mcp", prefix="gh_", tags=("code",))
+    tool = to_tool({**TOOLS[0], "annotations": {"readOnlyHint": True, "someFutureHint": 1}}, spec)
+    assert tool.name == "gh_get_weather" and tool.source == "gh"
+    assert tool.tags == ("code", "mcp:gh") and tool.annotations.read_only is True
+    assert tool.parameters["required"] == ["city"]
+
+
+def test_name_clash_between_servers_is_an_error(tmp_path: Path, hashing_embedder: Embedder) -> None:
+    one, two = stdio_spec(tmp_path / "a.json"), McpServerSpec(name="other", url="http://localhost:1/mcp")
+    live = LiveCatalog([one, two], build=router_builder(hashing_embedder), publish=lambda r: None)
+    live.servers["fixture"].tools = [to_tool(TOOLS[0], one)]
+    live.servers["other"].tools = [to_tool(TOOLS[0], two)]
+    with pytest.raises(CatalogError, match="'get_weather' comes from both server 'fixture' and server 'other'.*prefix"):
+        live.merged_catalog()
+
+
+# -- live catalog over stdio, with the real model --------------------------------------------
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+def test_live_catalog_follows_tools_list_changed(tmp_path: Path, real_embedder: Embedder, protocol: str) -> None:
+    tools_file = tmp_path / "tools.json"
+    write_tools(tools_file, TOOLS)
+    published: list[Router] = []
+
+    async def scenario() -> None:
+        live = LiveCatalog(
+            [stdio_spec(tools_file, protocol=protocol)],
+            build=router_builder(real_embedder), publish=published.append,
+        )
+        async with live.running():
+            server = live.status()["servers"]["fixture"]
+            assert server["connected"] and server["tools"] == 3
+            assert (server["protocol"] == "2026-07-28") == (protocol == "auto")
+            first = published[-1]
+            assert first.route("bill the customer", 1).names == ["create_invoice"]
+            assert "mcp:fixture" in first.catalog.tags
+
+            write_tools(tools_file, CHANGED)  # the server announces the change itself
+            await wait_for(lambda: len(published) == 2)
+            second = published[-1]
+            assert sorted(second.catalog.names) == ["get_weather", "send_email", "translate_text"]
+            assert second.route("translate this sentence into French", 1).names == ["translate_text"]
+            assert second.last_build is not None
+            assert (second.last_build.embedded, second.last_build.reused) == (2, 1)  # only new + edited
+            report = live.status()["last_reload"]
+            assert report["added"] == ["translate_text"] and report["removed"] == ["create_invoice"]
+            assert first.catalog.names == ["get_weather", "send_email", "create_invoice"]  # untouched
+
+            write_tools(tools_file, "{ not json")  # the server now fails to list its tools
+            await wait_for(lambda: live.servers["fixture"].last_error is not None)
+            with pytest.raises(ReloadFailed, match="previous catalog is still serving"):
+                await live.reload()
+            assert published[-1] is second and len(published) == 2
+
+            write_tools(tools_file, TOOLS)
+            await wait_for(lambda: len(published) == 3)
+            assert published[-1].route("bill the customer", 1).names == ["create_invoice"]
+            assert (await live.reload())["changed"] is False  # nothing new since
+
+    anyio.run(scenario)
+
+
+@pytest.mark.model
+def test_live_catalog_over_streamable_http(tmp_path: Path, real_embedder: Embedder) -> None:
+    tools_file = tmp_path / "tools.json"
+    write_tools(tools_file, TOOLS)
+    port = free_port()
+    process = subprocess.Popen([sys.executable, str(FIXTURE_SERVER), str(tools_file), "http", str(port)])
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and process.poll() is None, "fixture HTTP server did not start"
+                time.sleep(0.1)
+        published: list[Router] = []
+
+        async def scenario() -> None:
+            spec = McpServerSpec(name="web", url=f"http://127.0.0.1:{port}/mcp", prefix="web_", timeout=60)
+            live = LiveCatalog([spec], build=router_builder(real_embedder), publish=published.append)
+            async with live.running():
+                assert sorted(published[-1].catalog.names) == ["web_create_invoice", "web_get_weather", "web_send_email"]
+                write_tools(tools_file, CHANGED)
+                await wait_for(lambda: len(published) == 2)
+                assert published[-1].route("translate into German", 1).names == ["web_translate_text"]
+
+        anyio.run(scenario)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+# -- the HTTP service with a live catalog ---------------------------------------------------
+
+
+@pytest.fixture
+def live_files(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    tools_file = tmp_path / "tools.json"
+    write_tools(tools_file, TOOLS)
+    servers = tmp_path / "servers.yaml"
+    servers.write_text(
+        "mcpServers:\n"
+        f"  fixture:\n    command: {json.dumps(sys.executable)}\n"
+        f"    args: [{json.dumps(str(FIXTURE_SERVER))}, {json.dumps(str(tools_file))}, stdio]\n"
+        "    timeout: 60\n"
+    )
+    yield tools_file, servers
+
+
+@pytest.mark.model
+def test_service_serves_a_live_catalog_with_admin_reload(live_files: tuple[Path, Path], real_embedder: Embedder) -> None:
+    tools_file, servers = live_files
+    settings = Settings(mcp_servers=servers, cache_dir=None, admin_token="s3cret")
+    with TestClient(create_app(settings=settings)) as client:
+        body = client.post("/route", json={"query": "bill the customer", "k": 1, "session_id": "s1"}).json()
+        assert [m["name"] for m in body["matches"]] == ["create_invoice"]
+        assert client.post("/admin/reload").status_code == 401
+        assert client.post("/admin/reload", headers={"Authorization": "Bearer nope"}).status_code == 401
+        admin = {"Authorization": "Bearer s3cret"}
+        status = client.get("/admin/status", headers=admin).json()
+        assert status["live"]["servers"]["fixture"]["tools"] == 3
+
+        write_tools(tools_file, CHANGED)
+        deadline = time.monotonic() + 60
+        while client.get("/healthz").json()["tools"] != 3 or "translate_text" not in str(client.get("/tools").json()):
+            assert time.monotonic() < deadline, "the change was not picked up"
+            time.sleep(0.1)
+        reloaded = client.post("/admin/reload", headers=admin)
+        assert reloaded.status_code == 200 and reloaded.json()["changed"] is False
+        # the session saw create_invoice leave the catalog
+        again = client.post("/route", json={"query": "translate to French", "k": 1, "session_id": "s1"}).json()
+        assert again["session"]["removed"] == ["create_invoice"] and again["session"]["prefix_changed"]
+        assert [t["name"] for t in again["tools"]] == ["translate_text"]
+
+        write_tools(tools_file, "{ broken")
+        failed = client.post("/admin/reload", headers=admin)
+        assert failed.status_code == 502 and "still serving" in failed.json()["error"]["message"]
+        assert client.post("/route", json={"query": "translate", "k": 1}).json()["matches"][0]["name"] == "translate_text"
+
+
+def test_admin_endpoints_are_off_without_a_token(tiny_router: Router) -> None:
+    with TestClient(create_app(tiny_router, settings=Settings(admin_token=None))) as client:
+        response = client.post("/admin/reload", headers={"Authorization": "Bearer anything"})
+        assert response.status_code == 403 and "TOOLSIFT_ADMIN_TOKEN" in response.json()["error"]["message"]
+
+
+def test_admin_reload_of_an_index_folder_keeps_the_old_one_on_failure(
+    tmp_path: Path, tiny_router: Router
+) -> None:
+    folder = tiny_router.save(tmp_path / "index")
+    settings = Settings(index_path=folder, admin_token="t")
+    admin = {"Authorization": "Bearer t"}
+    with TestClient(create_app(tiny_router, settings=settings)) as client:
+        ok = client.post("/admin/reload", headers=admin)
+        assert ok.status_code == 200 and ok.json()["tools"] == 8
+        (folder / "manifest.json").write_text("{broken")
+        failed = client.post("/admin/reload", headers=admin)
+        assert failed.status_code == 404 and "manifest.json" in failed.json()["error"]["message"]
+        assert client.post("/route", json={"query": "weather"}).status_code == 200
+
+
+# -- toolsift as an MCP server ---------------------------------------------------------------
+
+
+@pytest.mark.model
+def test_search_tools_over_mcp_in_process(bundled_router: Router) -> None:
+    async def scenario() -> None:
+        async with Client(create_mcp_server(lambda: bundled_router)) as client:
+            listed = await client.list_tools()
+            assert [t.name for t in listed.tools] == ["search_tools"]
+            result = await client.call_tool("search_tools", {"query": "send an email to Dana about the launch", "k": 3})
+            assert not result.is_error and result.structured_content is not None
+            names = [m["name"] for m in result.structured_content["matches"]]
+            assert "send_email" in names
+            assert all("inputSchema" in tool for tool in result.structured_content["tools"])
+            bad = await client.call_tool("search_tools", {"query": "x", "tags": ["emial"]})
+            assert bad.is_error and "Did you mean 'email'" in bad.content[0].text  # type: ignore[union-attr]
+
+    anyio.run(scenario)
+
+
+@pytest.mark.model
+def test_toolsift_mcp_command_over_stdio(bundled_index: Path) -> None:
+    async def scenario() -> None:
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "toolsift", "mcp", "--index", str(bundled_index)],
+            env={"HF_HUB_OFFLINE": "1", "PATH": os.environ.get("PATH", "")},
+        )
+        async with Client(params, read_timeout_seconds=120) as client:
+            result = await client.call_tool("search_tools", {"query": "weather forecast for Paris", "k": 2})
+            assert result.structured_content is not None
+            assert any("weather" in m["name"] or "forecast" in m["name"] for m in result.structured_content["matches"])
+
+    anyio.run(scenario)
+
+
+@pytest.mark.model
+def test_build_snapshot_from_mcp_servers(live_files: tuple[Path, Path], tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from toolsift.cli import main
+
+    _, servers = live_files
+    out = tmp_path / "snapshot"
+    result = CliRunner().invoke(main, ["build", "--mcp-servers", str(servers), "--out", str(out), "--no-cache", "-q"])
+    assert result.exit_code == 0, result.output
+    assert "indexed 3 tools" in result.output
+    assert sorted(Router.load(out).catalog.names) == ["create_invoice", "get_weather", "send_email"]

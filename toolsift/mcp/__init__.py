@@ -1,0 +1,18 @@
+"""MCP: live catalogs read from MCP servers, and toolsift itself served as an MCP server."""
+
+from toolsift.mcp.client import list_server_tools, open_client, to_tool
+from toolsift.mcp.live import LiveCatalog, ReloadFailed, router_builder, snapshot_catalog
+from toolsift.mcp.sources import McpServerSpec, load_sources, parse_sources
+
+__all__ = [
+    "LiveCatalog",
+    "McpServerSpec",
+    "ReloadFailed",
+    "list_server_tools",
+    "load_sources",
+    "open_client",
+    "parse_sources",
+    "router_builder",
+    "snapshot_catalog",
+    "to_tool",
+]

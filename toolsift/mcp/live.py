@@ -1,0 +1,315 @@
+"""A live catalog: the tools of several MCP servers, kept up to date while toolsift serves.
+
+Each server gets a task that holds a connection open. When the server says its tools changed
+(``notifications/tools/list_changed`` on handshake-era connections, a ``subscriptions/listen``
+event on 2026-07-28 ones) or when ``reload()`` is called, that server's tools are fetched again
+and a new router is built beside the old one, re-embedding only the tools whose text changed.
+The new router is published only once it is complete; anything that fails on the way (a server
+that is down, answers garbage, or a name clash) leaves the old router serving, and the error is
+kept in ``status()``. A server that drops is reconnected with backoff; its last known tools stay
+in the catalog meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from toolsift.catalog import Catalog, Tool
+from toolsift.embeddings import Embedder, EmbeddingCache
+from toolsift.errors import CatalogError, ToolsiftError
+from toolsift.mcp.client import list_server_tools, open_client
+from toolsift.mcp.sources import McpServerSpec
+from toolsift.router import RankingConfig, Router
+
+logger = logging.getLogger("toolsift.mcp")
+
+BuildRouter = Callable[[Catalog, Router | None], Router]
+
+
+def router_builder(
+    embedder: Embedder, *, ranking: RankingConfig | None = None, cache: EmbeddingCache | None = None
+) -> BuildRouter:
+    """Builds the first router from scratch, and each later one from the previous (reusing vectors)."""
+
+    def build(catalog: Catalog, previous: Router | None) -> Router:
+        if previous is not None:
+            return previous.rebuilt(catalog, cache=cache)
+        return Router.build(catalog, embedder, cache=cache, ranking=ranking)
+
+    return build
+
+
+class ReloadFailed(ToolsiftError):
+    """Fetching or indexing the new tools failed; the previous catalog keeps serving."""
+
+    status_code = 502
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"reload failed, the previous catalog is still serving: {reason}")
+
+
+@dataclass
+class ServerState:
+    spec: McpServerSpec
+    tools: list[Tool] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    connected: bool = False
+    protocol: str | None = None
+    fetched_at: str | None = None
+    last_error: str | None = None
+    changes_seen: int = 0
+    client: Client | None = None
+    attempted: anyio.Event = field(default_factory=anyio.Event)
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "transport": self.spec.transport,
+            "connected": self.connected,
+            "protocol": self.protocol,
+            "tools": len(self.tools),
+            "fetched_at": self.fetched_at,
+            "changes_seen": self.changes_seen,
+            "last_error": self.last_error,
+            "problems": self.problems[:20],
+        }
+
+
+class LiveCatalog:
+    """Watches MCP servers and publishes a new router whenever their tools change."""
+
+    def __init__(
+        self,
+        specs: list[McpServerSpec],
+        *,
+        build: BuildRouter,
+        publish: Callable[[Router], None],
+        base: Catalog | None = None,
+        debounce: float = 0.1,
+        retry_delay: float = 1.0,
+    ) -> None:
+        names = [spec.name for spec in specs]
+        if len(set(names)) != len(names):
+            raise CatalogError("the same server name is listed twice", fix="Give each server its own name")
+        self.servers = {spec.name: ServerState(spec) for spec in specs}
+        self.base = base
+        self.router: Router | None = None
+        self.reloads = 0
+        self.last_reload: dict[str, Any] | None = None
+        self.last_error: str | None = None
+        self._build = build
+        self._publish = publish
+        self._debounce = debounce
+        self._retry_delay = retry_delay
+        self._lock = anyio.Lock()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[LiveCatalog]:
+        """Connect to every server, build the first router, keep watching until the block ends."""
+        async with anyio.create_task_group() as group:
+            for state in self.servers.values():
+                group.start_soon(self._watch, state)
+            longest = max((s.spec.timeout for s in self.servers.values()), default=0) + 5
+            with anyio.move_on_after(longest):
+                for state in self.servers.values():
+                    await state.attempted.wait()
+            try:
+                await self.rebuild("start")
+            except ReloadFailed:
+                if self.router is None:
+                    group.cancel_scope.cancel()
+                    raise
+            try:
+                yield self
+            finally:
+                group.cancel_scope.cancel()
+
+    async def reload(self, server: str | None = None) -> dict[str, Any]:
+        """Fetch the tools again (of one server, or all) and publish a new router if they changed."""
+        if server is not None and server not in self.servers:
+            raise CatalogError(f"no MCP server named '{server}'", fix=f"Use one of {', '.join(self.servers)}")
+        states = [self.servers[server]] if server else list(self.servers.values())
+        for state in states:
+            if state.client is None:
+                raise ReloadFailed(f"server '{state.spec.name}' is not connected ({state.last_error or 'starting'})")
+            try:
+                await self._fetch(state)
+            except Exception as error:
+                raise ReloadFailed(f"server '{state.spec.name}': {_describe(error)}") from error
+        return await self.rebuild("reload")
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "servers": {name: state.record() for name, state in self.servers.items()},
+            "tools": len(self.router.catalog) if self.router else 0,
+            "catalog_fingerprint": self.router.catalog.fingerprint if self.router else None,
+            "reloads": self.reloads,
+            "last_reload": self.last_reload,
+            "last_error": self.last_error,
+        }
+
+    # -- building --------------------------------------------------------------------------
+
+    def merged_catalog(self) -> Catalog:
+        """The base catalog's tools, then each server's, in the order the servers are listed."""
+        owners: dict[str, str] = {}
+        tools: list[Tool] = []
+        groups: list[tuple[str, list[Tool]]] = [("the base catalog", list(self.base or []))]
+        groups += [(f"server '{name}'", state.tools) for name, state in self.servers.items()]
+        for owner, group in groups:
+            for tool in group:
+                if tool.name in owners:
+                    raise CatalogError(
+                        f"tool '{tool.name}' comes from both {owners[tool.name]} and {owner}",
+                        fix="Set a 'prefix' for one of these servers in the MCP servers file",
+                    )
+                owners[tool.name] = owner
+                tools.append(tool)
+        return Catalog(tools, source="mcp:" + ",".join(self.servers))
+
+    async def rebuild(self, reason: str) -> dict[str, Any]:
+        async with self._lock:
+            started = time.perf_counter()
+            try:
+                catalog = self.merged_catalog()
+                if self.router is not None and catalog.fingerprint == self.router.catalog.fingerprint:
+                    return {"changed": False, "reason": reason, "tools": len(catalog)}
+                router = await anyio.to_thread.run_sync(self._build, catalog, self.router)
+            except Exception as error:
+                self.last_error = _describe(error)
+                logger.error("rebuild after %s failed; the previous catalog keeps serving: %s", reason, self.last_error)
+                raise ReloadFailed(self.last_error) from error
+            before = set(self.router.catalog.names) if self.router else set()
+            after = set(catalog.names)
+            stats = router.last_build
+            self.router = router
+            self._publish(router)
+            self.reloads += 1
+            self.last_error = None
+            self.last_reload = {
+                "changed": True,
+                "reason": reason,
+                "tools": len(catalog),
+                "added": sorted(after - before),
+                "removed": sorted(before - after),
+                "embedded": stats.embedded if stats else None,
+                "reused": stats.reused if stats else None,
+                "seconds": round(time.perf_counter() - started, 3),
+                "at": _now(),
+                "catalog_fingerprint": catalog.fingerprint,
+            }
+            logger.info("catalog %s: %s", reason, self.last_reload)
+            return self.last_reload
+
+    # -- watching --------------------------------------------------------------------------
+
+    async def _watch(self, state: ServerState) -> None:
+        delay = self._retry_delay
+        while True:
+            send, receive = anyio.create_memory_object_stream[None](max_buffer_size=100)
+
+            async def on_message(message: Any, send: Any = send) -> None:
+                if isinstance(message, types.ToolListChangedNotification):
+                    send.send_nowait(None)
+
+            with send, receive:
+                try:
+                    async with open_client(state.spec, on_message) as client:
+                        state.client, state.connected, state.protocol = client, True, client.protocol_version
+                        await self._fetch(state)
+                        state.attempted.set()
+                        delay = self._retry_delay
+                        if state.fetched_at and self.router is not None:
+                            await self._rebuild_quietly("reconnect")
+                        await self._follow_changes(state, client, receive)
+                except Exception as error:
+                    state.last_error = _describe(error)
+                    logger.warning("MCP server '%s': %s; retrying in %.0fs", state.spec.name, state.last_error, delay)
+                finally:
+                    state.client, state.connected = None, False
+                    state.attempted.set()
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 60.0)
+
+    async def _follow_changes(self, state: ServerState, client: Client, legacy: Any) -> None:
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    await self._changed(state)
+            return
+        async for _ in legacy:
+            while True:  # coalesce a burst of notifications
+                try:
+                    legacy.receive_nowait()
+                except anyio.WouldBlock:
+                    break
+            await self._changed(state)
+
+    async def _changed(self, state: ServerState) -> None:
+        state.changes_seen += 1
+        await anyio.sleep(self._debounce)
+        try:
+            await self._fetch(state)
+        except Exception as error:
+            state.last_error = _describe(error)
+            logger.warning("MCP server '%s' announced new tools but listing them failed: %s", state.spec.name, state.last_error)
+            return
+        await self._rebuild_quietly("tools/list_changed from " + state.spec.name)
+
+    async def _rebuild_quietly(self, reason: str) -> None:
+        with contextlib.suppress(ReloadFailed):  # logged and kept in status(); the old router serves on
+            await self.rebuild(reason)
+
+    async def _fetch(self, state: ServerState) -> None:
+        if state.client is None:
+            raise ReloadFailed(f"server '{state.spec.name}' is not connected")
+        with anyio.fail_after(state.spec.timeout):
+            tools, problems = await list_server_tools(state.client, state.spec)
+        state.tools, state.problems = tools, problems
+        state.fetched_at = _now()
+        state.last_error = None
+
+
+async def snapshot_catalog(specs: list[McpServerSpec], base: Catalog | None = None) -> tuple[Catalog, list[str]]:
+    """The tools the servers list right now, merged as a live catalog would, and the problems met
+    (tools left out). A server that cannot be reached is an error: a snapshot must be complete."""
+    catalog = LiveCatalog(specs, build=_no_build, publish=lambda router: None, base=base)
+    problems: list[str] = []
+    for state in catalog.servers.values():
+        try:
+            with anyio.fail_after(state.spec.timeout):
+                async with open_client(state.spec) as client:
+                    state.tools, found = await list_server_tools(client, state.spec)
+        except Exception as error:
+            raise ReloadFailed(f"server '{state.spec.name}': {_describe(error)}") from None
+        problems += found
+    return catalog.merged_catalog(), problems
+
+
+def _no_build(catalog: Catalog, previous: Router | None) -> Router:
+    raise NotImplementedError
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, BaseExceptionGroup):
+        return "; ".join(_describe(inner) for inner in error.exceptions)
+    if isinstance(error, TimeoutError):
+        return "timed out"
+    return f"{type(error).__name__}: {error}" if not isinstance(error, ToolsiftError) else str(error)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")

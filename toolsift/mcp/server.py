@@ -1,0 +1,62 @@
+"""toolsift as an MCP server: one ``search_tools`` tool that any MCP client can call.
+
+    toolsift mcp --index var/index                      # stdio (for Claude Desktop, IDEs, agents)
+    toolsift mcp --index var/index --transport http     # streamable HTTP on /mcp
+
+The result carries the chosen tools as MCP tool definitions (``inputSchema`` ...), best first in
+``matches``, so a client can list them to its model or forward calls to the servers that own them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from toolsift._version import __version__
+from toolsift.errors import ToolsiftError
+from toolsift.router import MAX_K, MAX_QUERY_CHARS, Access, Router, SessionStore, TagRules, deliver
+
+INSTRUCTIONS = (
+    "toolsift knows a large catalog of tools. Before answering a request that may need a tool, call "
+    "search_tools with the user's request; it returns the few tools that fit, with their schemas."
+)
+
+
+def create_mcp_server(get_router: Callable[[], Router], sessions: SessionStore | None = None) -> MCPServer:
+    """An MCP server whose ``search_tools`` routes with the router ``get_router()`` returns at
+    call time (so a reloaded router is picked up)."""
+    sessions = sessions if sessions is not None else SessionStore()
+    server: MCPServer = MCPServer("toolsift", instructions=INSTRUCTIONS, version=__version__)
+
+    @server.tool(
+        name="search_tools",
+        description=(
+            "Find the tools that fit a request, from toolsift's catalog. Returns MCP tool definitions "
+            "(tools, in a stable order) and the ranking (matches, best first, with scores)."
+        ),
+        annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+    )
+    def search_tools(
+        query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The user's request, in their words")],
+        k: Annotated[int, Field(ge=1, le=MAX_K, description="How many tools at most")] = 5,
+        tags: Annotated[list[str] | None, Field(description="Only tools with at least one of these tags")] = None,
+        exclude_tags: Annotated[list[str] | None, Field(description="No tool with any of these tags")] = None,
+        access: Annotated[Access, Field(description="read_only: only tools that change nothing")] = "any",
+        session_id: Annotated[
+            str | None, Field(max_length=128, description="Keep earlier results in place and append new ones")
+        ] = None,
+    ) -> dict[str, Any]:
+        try:
+            router = get_router()
+            rules = TagRules.parse(any_of=tags, exclude=exclude_tags, access=access)
+            result = router.route(query, k, rules)
+            return deliver(router, result, output_format="mcp", rules=rules, session_id=session_id, sessions=sessions)
+        except ToolsiftError as error:  # the message says what to fix; let the client's model read it
+            raise ToolError(str(error)) from None
+
+    return server

@@ -1,0 +1,100 @@
+"""Which MCP servers make up a live catalog: a YAML or JSON file, one entry per server.
+
+The file uses the ``mcpServers`` layout most MCP clients share (``servers`` is accepted too)::
+
+    mcpServers:
+      files:                         # stdio: toolsift launches the command
+        command: npx
+        args: ["-y", "@modelcontextprotocol/server-filesystem", "/data"]
+        env: {LOG_LEVEL: warn}
+      github:                        # streamable HTTP
+        url: https://mcp.example.com/mcp
+        prefix: "github_"            # renames its tools, to avoid name clashes
+        tags: [github]               # added to every tool of this server
+
+Every tool also gets the tag ``mcp:<server name>``, so tag rules can pick or drop a server.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from toolsift.errors import CatalogError
+
+
+class McpServerSpec(BaseModel):
+    """How to reach one MCP server: ``command`` (stdio) or ``url`` (streamable HTTP)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    prefix: str = ""
+    tags: tuple[str, ...] = ()
+    timeout: float = Field(default=30.0, gt=0, le=600)
+    """Seconds to wait for the server to start and answer tools/list."""
+    protocol: Literal["auto", "legacy"] = "auto"
+    """``legacy`` skips the 2026-07-28 discovery probe and uses the initialize handshake, for
+    servers that mishandle the probe."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSpec:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either 'command' (stdio) or 'url' (streamable HTTP), not both or neither")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"url must start with http:// or https://, got {self.url!r}")
+        return self
+
+    @property
+    def server_tag(self) -> str:
+        return f"mcp:{self.name}"
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.command is not None else "http"
+
+
+def parse_sources(document: Any, source: str = "<data>") -> list[McpServerSpec]:
+    if not isinstance(document, dict):
+        raise CatalogError("expected a mapping with 'mcpServers'", source=source)
+    servers = document.get("mcpServers", document.get("servers"))
+    if not isinstance(servers, dict) or not servers:
+        raise CatalogError(
+            "no servers listed", source=source,
+            fix="Add an 'mcpServers' mapping: server name -> {command, args} or {url}",
+        )
+    specs = []
+    for name, entry in servers.items():
+        if not isinstance(entry, dict):
+            raise CatalogError("expected a mapping", source=source, entry=f"server '{name}'")
+        try:
+            specs.append(McpServerSpec.model_validate({"name": str(name), **entry}))
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = ".".join(str(part) for part in first["loc"]) or None
+            raise CatalogError(
+                first["msg"], source=source, entry=f"server '{name}'", field=field,
+                fix="Each server needs 'command' (+ 'args', 'env', 'cwd') or 'url'; optional: prefix, tags, timeout",
+            ) from None
+    return specs
+
+
+def load_sources(path: str | Path) -> list[McpServerSpec]:
+    file = Path(path)
+    if not file.is_file():
+        raise CatalogError("file not found", source=str(file), fix="Pass the path of your MCP servers file")
+    raw = file.read_bytes()
+    try:
+        document = orjson.loads(raw) if file.suffix == ".json" else yaml.safe_load(raw)
+    except (orjson.JSONDecodeError, yaml.YAMLError) as error:
+        raise CatalogError(f"cannot parse ({error})", source=str(file)) from None
+    return parse_sources(document, str(file))
