@@ -114,3 +114,62 @@ def test_bm25_baseline_reproduces_the_dataset_readme(folder: Path) -> None:
         assert scores[("recall", k)] == pytest.approx(expected[f"R@{k}"], abs=0.02)
     assert scores[("mrr", None)] == pytest.approx(expected["MRR@100"], abs=0.02)
     assert scores[("ndcg", 10)] == pytest.approx(expected["NDCG@10"], abs=0.02)
+
+
+# -- cache stability over sessions ----------------------------------------------------------
+
+
+def test_sessions_are_seeded_and_follow_ups_share_a_tool(tiny_dataset: Path) -> None:
+    from toolsift.bench.sessions import SessionPlan, build_sessions
+
+    queries = load_dataset(tiny_dataset / "tools.jsonl", tiny_dataset / "queries.jsonl").queries
+    plan = SessionPlan(sessions=20, turns=5, follow_up=1.0, seed=3)
+    first = build_sessions(queries, plan)
+    assert first == build_sessions(queries, plan) and len(first) == 20 and all(len(s) == 5 for s in first)
+    for session in first:
+        for position, query in enumerate(session[1:], start=1):
+            earlier = {tool for q in session[:position] for tool in q.relevant}
+            # a follow-up shares a tool with an earlier turn, unless no unused query does (then random)
+            unused_sharing = [q for q in queries if set(q.relevant) & earlier and q not in session[:position]]
+            assert set(query.relevant) & earlier or not unused_sharing
+
+
+def test_billed_tokens_by_hand() -> None:
+    from toolsift.bench.sessions import billed_tokens
+
+    # turn 2 (0-based): prompt = 500 tools + 1000 system + 600 messages = 2100
+    assert billed_tokens(500, 0, False, 2) == 2100  # nothing cached
+    assert billed_tokens(500, 300, False, 2) == pytest.approx(1800 + 30)  # only the tools prefix
+    # identical tools: tools + system + the first turn's 300 message tokens were cached
+    assert billed_tokens(500, 500, True, 2) == pytest.approx(300 + 0.1 * 1800)
+
+
+def test_sticky_sessions_keep_the_prefix_where_top_k_does_not(tiny_dataset: Path) -> None:
+    from toolsift.bench.sessions import SessionPlan, run_sessions
+    from toolsift.bench.tokens import SchemaTokens
+    from toolsift.embeddings import HashingEmbedder
+    from toolsift.router import Router
+
+    dataset = load_dataset(tiny_dataset / "tools.jsonl", tiny_dataset / "queries.jsonl")
+    router = Router.build(dataset.catalog, HashingEmbedder(64))
+    figures = run_sessions(dataset, router, SessionPlan(sessions=30, turns=4, k=2, cap=64), SchemaTokens(dataset.catalog))
+    sticky, canonical = figures["methods"]["sticky"], figures["methods"]["top-k canonical"]
+    assert sticky["prefix_kept"] == 1.0  # 8 tools never reach the cap: the list only grows
+    assert canonical["prefix_kept"] == canonical["identical"] < 1.0  # two-tool arrays: a prefix only when equal
+    assert sticky["recall"] >= canonical["recall"] and sticky["tools_per_turn"] > 2
+    assert sticky["tool_tokens_cached"] > canonical["tool_tokens_cached"]
+    capped = run_sessions(dataset, router, SessionPlan(sessions=30, turns=4, k=2, cap=2), SchemaTokens(dataset.catalog))
+    assert capped["methods"]["sticky"]["tools_per_turn"] <= 2 and capped["methods"]["sticky"]["prefix_kept"] < 1.0
+
+
+@pytest.mark.model
+def test_sessions_bench_command_with_the_real_model(tmp_path: Path, tiny_dataset: Path) -> None:
+    out = tmp_path / "sessions.json"
+    result = CliRunner().invoke(
+        main, ["sessions-bench", "--dataset", str(tiny_dataset), "--sessions", "10", "--turns", "3", "-k", "2",
+               "--json", str(out), "--no-cache"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "| tiny | sticky | 100.0% |" in result.output
+    document = json.loads(out.read_text())
+    assert document["schema"] == "toolsift-sessions/1" and document["results"][0]["turns"] == 3

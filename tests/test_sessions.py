@@ -53,6 +53,24 @@ def test_session_resets_at_the_cap(tiny_catalog: Catalog) -> None:
     assert set(over.removed) == {"get_forecast", "get_weather", "list_events"}
 
 
+def test_outranking_policy_appends_only_what_beats_the_session(tiny_catalog: Catalog) -> None:
+    store = SessionStore()
+    store.advance("s", tools_of(tiny_catalog, "get_weather", "send_email"), tiny_catalog,
+                  ranked=["get_weather", "send_email"], policy="outranking")
+    # the best match is already held: nothing changes, the whole prompt stays cached
+    calm = store.advance("s", tools_of(tiny_catalog, "get_forecast", "get_weather"), tiny_catalog,
+                         ranked=["get_weather", "get_forecast"], policy="outranking")
+    assert calm.appended == () and calm.held_back == ("get_forecast",) and not calm.prefix_changed
+    # a new tool ranked above every held one is appended; the one ranked below them is held back
+    moved = store.advance("s", tools_of(tiny_catalog, "create_event", "delete_file", "list_events", "send_email"),
+                          tiny_catalog, ranked=["create_event", "send_email", "list_events"], policy="outranking")
+    assert moved.appended == ("create_event", "delete_file")  # delete_file is pinned: not in ranked
+    assert moved.held_back == ("list_events",)
+    assert [t.name for t in moved.tools] == ["get_weather", "send_email", "create_event", "delete_file"]
+    with pytest.raises(InvalidQuery, match="session_policy"):
+        store.advance("s", [], tiny_catalog, policy="lazy")  # type: ignore[arg-type]
+
+
 def test_sessions_are_separate_bounded_and_expire(tiny_catalog: Catalog) -> None:
     now = [0.0]
     store = SessionStore(cap=10, max_sessions=2, ttl_seconds=60, clock=lambda: now[0])
@@ -160,6 +178,18 @@ def test_sticky_session_over_http(bundled_client: TestClient) -> None:
         assert {m["name"] for m in body["matches"]} <= set(names)
         previous = names
     assert "send_email" in previous and any("weather" in n or "forecast" in n for n in previous)
+    # outranking: a follow-up whose best tool is already given leaves the array as it was
+    lazy = [
+        bundled_client.post(
+            "/route", json={"query": q, "k": 3, "session_id": "lazy", "session_policy": "outranking"}
+        ).json()
+        for q in ("send an email to Bob", "now send an email to Alice as well", "what is the weather in Paris")
+    ]
+    assert lazy[1]["matches"][0]["name"] == "send_email"  # already given on turn 1
+    assert lazy[1]["tools"] == lazy[0]["tools"] and lazy[1]["session"]["appended"] == []
+    assert lazy[1]["fingerprint"] == lazy[0]["fingerprint"] and not lazy[1]["session"]["prefix_changed"]
+    assert len(lazy[2]["session"]["appended"]) == 3  # a new topic: its tools all outrank the old ones
+    assert lazy[2]["tools"][:3] == lazy[0]["tools"]
     # a different session starts from nothing
     other = bundled_client.post("/route", json={"query": CONVERSATION[2], "k": 3, "session_id": "conv-2"}).json()
     assert other["session"]["turn"] == 1 and other["session"]["size"] == 3

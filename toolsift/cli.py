@@ -254,6 +254,44 @@ def bench(tools: Path | None, queries: Path | None, dataset_dirs: tuple[Path, ..
         click.echo(f"wrote {write_accuracy_report(report_dir, results, cutoffs, command)}")
 
 
+@main.command("sessions-bench")
+@click.option("--dataset", "dataset_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False), help="A dataset folder holding tools.jsonl and queries.jsonl (repeatable).")
+@click.option("--datasets", "datasets_root", type=click.Path(path_type=Path, file_okay=False), help="Run every dataset folder under this one.")
+@click.option("--sessions", "session_count", type=click.IntRange(1, 100000), default=200, show_default=True, help="Sessions per dataset.")
+@click.option("--turns", type=click.IntRange(2, 1000), default=8, show_default=True, help="Turns per session.")
+@click.option("-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True, help="Tools routed per turn.")
+@click.option("--follow-up", type=click.FloatRange(0, 1), default=0.6, show_default=True, help="Chance a turn continues an earlier turn's task (shares a needed tool).")
+@click.option("--cap", type=click.IntRange(1, 10000), default=64, show_default=True, help="Session cap (tools) before a reset.")
+@click.option("--model", help="Embedding model [default: all-MiniLM-L6-v2].")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write the figures here as JSON.")
+@click.option("--no-cache", is_flag=True, help="Do not use the on-disk embedding cache.")
+def sessions_bench(dataset_dirs: tuple[Path, ...], datasets_root: Path | None, session_count: int, turns: int, k: int, follow_up: float, cap: int, model: str | None, json_path: Path | None, no_cache: bool) -> None:
+    """Measure prompt-cache stability over multi-turn sessions: sticky sessions vs per-query Top-K."""
+    from toolsift.bench.datasets import find_datasets, load_dataset
+    from toolsift.bench.runner import write_json
+    from toolsift.bench.sessions import SessionPlan, run_sessions, sessions_table
+    from toolsift.bench.tokens import SchemaTokens
+    from toolsift.embeddings import get_embedder
+
+    folders = list(dataset_dirs) + (find_datasets(datasets_root) if datasets_root else [])
+    if not folders:
+        raise click.UsageError("say what to run: --dataset DIR or --datasets ROOT")
+    settings = Settings.from_env(None, model=model)
+    embedder = get_embedder(settings.model)
+    plan = SessionPlan(session_count, turns, k, follow_up, cap)
+    results = []
+    for folder in folders:
+        dataset = load_dataset(folder / "tools.jsonl", folder / "queries.jsonl")
+        click.echo(f"== {dataset.name}: {len(dataset.catalog)} tools, {session_count} sessions of {turns} turns")
+        router = Router.build(dataset.catalog, embedder, cache=_open_cache(settings, no_cache))
+        results.append(run_sessions(dataset, router, plan, SchemaTokens(dataset.catalog)))
+        click.echo(sessions_table(results[-1:]))
+    if json_path:
+        command = "toolsift sessions-bench " + " ".join(sys.argv[2:])
+        write_json(json_path, {"schema": "toolsift-sessions/1", "model": embedder.name, "command": command, "results": results})
+        click.echo(f"wrote {json_path}")
+
+
 @main.command()
 @click.option("--sizes", default="1000,10000,100000", show_default=True, help="Comma-separated catalog sizes (synthetic tools).")
 @click.option("--queries", "query_count", type=click.IntRange(10, 100000), default=200, show_default=True, help="Timed queries per size (in-process and over HTTP each).")

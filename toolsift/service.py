@@ -32,6 +32,7 @@ from toolsift.router import (
     Delivery,
     RankingConfig,
     Router,
+    SessionPolicy,
     SessionStore,
     TagRules,
     deliver,
@@ -90,6 +91,11 @@ class RouteRequest(BaseModel):
         default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:@-]+$",
         description="Makes the tool list sticky: tools given earlier keep their place, new ones are appended",
     )
+    session_policy: SessionPolicy = Field(
+        default="all",
+        description="all: append every new tool; outranking: only new tools ranked above the session's best "
+        "(more turns leave the prompt unchanged, at some recall)",
+    )
     delivery: Delivery = Field(
         default="subset",
         description="allowed_tools (with format=openai): a stable superset in tools, masked by tool_choice",
@@ -119,6 +125,7 @@ class SessionOut(BaseModel):
     removed: list[str] = Field(description="Tools dropped: gone from the catalog, or by a reset")
     replaced: list[str] = Field(description="Tools whose definition changed in the catalog")
     reset: bool = Field(description="The session cap was reached; the list restarted with this turn's tools")
+    held_back: list[str] = Field(description="New matches not appended (session_policy=outranking)")
     size: int
 
 
@@ -244,7 +251,7 @@ def create_app(router: Router | None = None, *, settings: Settings | None = None
         )
         body = deliver(
             current, result, output_format=request.format, delivery=request.delivery, rules=rules,
-            session_id=request.session_id, sessions=sessions,
+            session_id=request.session_id, sessions=sessions, session_policy=request.session_policy,
         )
         # timing goes in headers, so the body stays byte-identical for identical requests
         took = f"{result.took_ms:.3f}"

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from toolsift._version import __version__
 from toolsift.errors import ToolsiftError
-from toolsift.router import MAX_K, MAX_QUERY_CHARS, Access, Router, SessionStore, TagRules, deliver
+from toolsift.router import MAX_K, MAX_QUERY_CHARS, Access, Router, SessionPolicy, SessionStore, TagRules, deliver
 
 INSTRUCTIONS = (
     "toolsift knows a large catalog of tools. Before answering a request that may need a tool, call "
@@ -50,12 +50,18 @@ def create_mcp_server(get_router: Callable[[], Router], sessions: SessionStore |
         session_id: Annotated[
             str | None, Field(max_length=128, description="Keep earlier results in place and append new ones")
         ] = None,
+        session_policy: Annotated[
+            SessionPolicy, Field(description="outranking: append only new tools ranked above the session's best")
+        ] = "all",
     ) -> dict[str, Any]:
         try:
             router = get_router()
             rules = TagRules.parse(any_of=tags, exclude=exclude_tags, access=access)
             result = router.route(query, k, rules)
-            return deliver(router, result, output_format="mcp", rules=rules, session_id=session_id, sessions=sessions)
+            return deliver(
+                router, result, output_format="mcp", rules=rules,
+                session_id=session_id, sessions=sessions, session_policy=session_policy,
+            )
         except ToolsiftError as error:  # the message says what to fix; let the client's model read it
             raise ToolError(str(error)) from None
 

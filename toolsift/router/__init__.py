@@ -5,7 +5,7 @@ from toolsift.router.formats import OUTPUT_FORMATS, OutputFormat, format_tool
 from toolsift.router.ranking import RankingConfig
 from toolsift.router.router import DEFAULT_K, MAX_K, MAX_QUERY_CHARS, Match, Router, RouteResult
 from toolsift.router.rules import ACCESS_POLICIES, Access, TagIndex, TagRules
-from toolsift.router.sessions import SessionStore, SessionTurn
+from toolsift.router.sessions import SESSION_POLICIES, SessionPolicy, SessionStore, SessionTurn
 
 __all__ = [
     "ACCESS_POLICIES",
@@ -14,6 +14,7 @@ __all__ = [
     "MAX_K",
     "MAX_QUERY_CHARS",
     "OUTPUT_FORMATS",
+    "SESSION_POLICIES",
     "Access",
     "Delivery",
     "Match",
@@ -21,6 +22,7 @@ __all__ = [
     "RankingConfig",
     "RouteResult",
     "Router",
+    "SessionPolicy",
     "SessionStore",
     "SessionTurn",
     "TagIndex",

@@ -21,7 +21,7 @@ from toolsift.errors import InvalidQuery
 from toolsift.router.formats import OutputFormat, format_tool
 from toolsift.router.router import Match, Router, RouteResult
 from toolsift.router.rules import TagRules
-from toolsift.router.sessions import SessionStore, SessionTurn
+from toolsift.router.sessions import SessionPolicy, SessionStore, SessionTurn
 
 Delivery = Literal["subset", "allowed_tools"]
 DELIVERY_MODES: tuple[str, ...] = get_args(Delivery)
@@ -48,6 +48,7 @@ def session_record(turn: SessionTurn) -> dict[str, Any]:
         "removed": list(turn.removed),
         "replaced": list(turn.replaced),
         "reset": turn.reset,
+        "held_back": list(turn.held_back),
         "size": len(turn.tools),
     }
 
@@ -92,6 +93,7 @@ def deliver(
     rules: TagRules | None = None,
     session_id: str | None = None,
     sessions: SessionStore | None = None,
+    session_policy: SessionPolicy = "all",
 ) -> dict[str, Any]:
     """The ``/route`` response body for ``result``."""
     if delivery not in DELIVERY_MODES:
@@ -115,7 +117,7 @@ def deliver(
     if session_id is not None:
         if sessions is None:
             raise InvalidQuery("session_id", "sessions are not enabled on this router")
-        turn = sessions.advance(session_id, selected, router.catalog)
+        turn = sessions.advance(session_id, selected, router.catalog, ranked=result.names, policy=session_policy)
         tools = turn.tools
         body["session"] = session_record(turn)
     elif delivery == "allowed_tools":

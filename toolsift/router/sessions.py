@@ -5,6 +5,16 @@ tools array that changes or reorders from one turn to the next throws the cache 
 session, the tools delivered on earlier turns keep their place and this turn's new tools are
 appended, so the previous turn's list stays a byte-identical prefix.
 
+What is appended (``policy``):
+
+- ``all`` (default): every tool of this turn's selection that the session lacks.
+- ``outranking``: only the new tools ranked above the best-ranked tool the session already holds
+  (pinned tools are always added). A turn whose top tool is already in the session then changes
+  nothing, so the whole prompt stays a cache hit, not just the tools prefix; the new tools left
+  out are listed in ``held_back``. Measured over multi-turn sessions (benchmarks/RESULTS.md):
+  far more turns with an identical tools array and a lower prompt cost, for a lower recall than
+  ``all`` (still above plain per-query Top-K).
+
 Policy at the cap: when appending would take the list past ``cap`` tools, the session *resets*:
 the list becomes this turn's tools (pinned first, then the matches, each by name). The prefix
 changes once, on that turn (``reset`` is true), and the session has room to grow again. Dropping
@@ -26,9 +36,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from toolsift.catalog import Catalog, Tool
+from toolsift.errors import InvalidQuery
 
+SessionPolicy = Literal["all", "outranking"]
+SESSION_POLICIES: tuple[str, ...] = get_args(SessionPolicy)
 DEFAULT_SESSION_CAP = 64
 DEFAULT_MAX_SESSIONS = 10_000
 DEFAULT_SESSION_TTL_SECONDS = 3600.0
@@ -50,6 +64,8 @@ class SessionTurn:
     """Names whose definition changed in the catalog since they were given."""
     reset: bool = False
     """The cap was reached and the list started over with this turn's tools."""
+    held_back: tuple[str, ...] = ()
+    """New tools of this turn's selection not appended (``outranking`` policy)."""
 
     @property
     def prefix_changed(self) -> bool:
@@ -99,8 +115,21 @@ class SessionStore:
         with self._lock:
             return self._sessions.pop(session_id, None) is not None
 
-    def advance(self, session_id: str, selected: Sequence[Tool], catalog: Catalog) -> SessionTurn:
-        """Add this turn's ``selected`` tools (in the order given, normally canonical) to the session."""
+    def advance(
+        self,
+        session_id: str,
+        selected: Sequence[Tool],
+        catalog: Catalog,
+        *,
+        ranked: Sequence[str] = (),
+        policy: SessionPolicy = "all",
+    ) -> SessionTurn:
+        """Add this turn's ``selected`` tools (in the order given, normally canonical) to the session.
+
+        ``ranked``: the names of the selection's ranked matches, best first (the rest of
+        ``selected`` being pinned tools); the ``outranking`` policy needs it."""
+        if policy not in SESSION_POLICIES:
+            raise InvalidQuery("session_policy", f"must be one of {', '.join(SESSION_POLICIES)}, got {policy!r}")
         now = self._clock()
         with self._lock:
             self._expire(now)
@@ -117,6 +146,12 @@ class SessionStore:
             kept, removed, replaced = _refresh(session.tools, catalog)
             present = {tool.name for tool in kept}
             new = [tool for tool in dict((t.name, t) for t in selected).values() if tool.name not in present]
+            held_back: tuple[str, ...] = ()
+            if policy == "outranking" and kept:
+                first_held = next((i for i, name in enumerate(ranked) if name in present), len(ranked))
+                wanted = set(ranked[:first_held]) | {t.name for t in new if t.name not in set(ranked)}
+                held_back = tuple(t.name for t in new if t.name not in wanted)
+                new = [t for t in new if t.name in wanted]
             if len(kept) + len(new) > self.cap and kept:
                 chosen = {tool.name for tool in selected}
                 dropped = removed + tuple(t.name for t in kept if t.name not in chosen)
@@ -128,7 +163,7 @@ class SessionStore:
             session.tools = kept + new
             return SessionTurn(
                 session_id, session.turns, tuple(session.tools),
-                appended=tuple(t.name for t in new), removed=removed, replaced=replaced,
+                appended=tuple(t.name for t in new), removed=removed, replaced=replaced, held_back=held_back,
             )
 
     def _expire(self, now: float) -> None:
