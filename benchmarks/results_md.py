@@ -1,7 +1,7 @@
 """Write benchmarks/RESULTS.md from the JSON that `make bench` produced.
 
     python benchmarks/results_md.py benchmarks/results/accuracy.json benchmarks/results/performance.json \
-        [more accuracy JSON, e.g. the same run with another --model ...]
+        [more JSON: accuracy with another --model, or sessions-bench results ...]
 
 Every figure in RESULTS.md comes from those files, which come from the commands they record.
 """
@@ -15,6 +15,7 @@ from typing import Any
 
 from toolsift.bench.accuracy import DatasetResult
 from toolsift.bench.report import accuracy_tables, performance_tables
+from toolsift.bench.sessions import sessions_table
 
 
 def dataset_results(accuracy: dict[str, Any]) -> list[DatasetResult]:
@@ -33,6 +34,29 @@ def other_model_section(path: str) -> str:
         f"Command: `{accuracy['command']}`",
         "",
         accuracy_tables(dataset_results(accuracy), accuracy["ks"]),
+    ])
+
+
+def sessions_section(document: dict[str, Any]) -> str:
+    first = document["results"][0]
+    model = first["cost_model"]
+    return "\n".join([
+        f"## Prompt-cache stability over sessions ({first['turns']} turns, cap {first['cap']})",
+        "",
+        f"Command: `{document['command']}`",
+        "",
+        f"{first['sessions']} seeded sessions per dataset; each turn after the first continues an earlier turn's "
+        f"task (a query needing one of its tools) with probability {first['follow_up']}, else is a random query. "
+        f"Every turn routes Top-{first['k']} once; methods differ in the tools array they send. "
+        "**prefix kept**: the previous array is an exact prefix of this one; **identical**: same array, so the "
+        "whole previous prompt (tools, system, messages) is a cache hit; **recall in sent**: gold tools within "
+        "the array; **tool tokens cached**: share of the array's tokens matching the previous array from the "
+        "start; **billed/turn**: modelled input cost in full-price tokens with a "
+        f"{model['system_tokens']}-token system prompt, {model['turn_tokens']} message tokens per earlier turn "
+        f"and cache reads at {model['cached_price']} of the price (providers cache tools → system → messages, so "
+        "a changed tools array re-bills everything after its common prefix). Turn 1 is left out of all but recall.",
+        "",
+        sessions_table(document["results"]),
     ])
 
 
@@ -68,8 +92,15 @@ def main(accuracy_path: str, performance_path: str, *others: str) -> str:
         "loopback.",
         "",
         performance_tables(performance),
-        *(other_model_section(path) for path in others),
+        *(_other_section(path) for path in others),
     ])
+
+
+def _other_section(path: str) -> str:
+    document = json.loads(Path(path).read_text())
+    if document.get("schema") == "toolsift-sessions/1":
+        return sessions_section(document)
+    return other_model_section(path)
 
 
 if __name__ == "__main__":
