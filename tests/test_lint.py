@@ -1,0 +1,124 @@
+"""toolsift lint: each check on a catalog built to trip it, the real model for embedding checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from toolsift import Router
+from toolsift.catalog import parse_catalog
+from toolsift.cli import main
+from toolsift.curation import lint_catalog
+from toolsift.embeddings import Embedder
+
+GOOD = {
+    "name": "get_weather",
+    "description": "Current weather for a city. Use for today's conditions; for later days use get_forecast.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name, e.g. Paris"}}},
+}
+BAD: list[dict[str, Any]] = [
+    GOOD,
+    {"name": "getWeather", "description": "Weather for a city, use this when asked about weather now."},
+    {"name": "invoice", "description": ""},
+    {"name": "send_sms", "description": "Sends SMS."},
+    {
+        "name": "create_ticket",
+        "description": "Open a support ticket for a customer problem, when something is broken.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "priority": {"type": "string", "description": "One of 'low', 'normal' or 'high'"},
+                "title": {"type": "string"},
+                **{f"field_{i}": {"type": "string", "description": f"Field {i}"} for i in range(6)},
+            },
+            "required": [f"field_{i}" for i in range(6)],
+        },
+    },
+    {"name": "list_files", "description": "List the files in a folder of the user's drive with their sizes."},
+]
+
+
+def codes(report: Any, tool: str) -> set[str]:
+    return {f.code for f in report.findings if tool in f.tools}
+
+
+def test_static_checks_each_fire_with_a_suggestion() -> None:
+    report = lint_catalog(parse_catalog(BAD, source="bad"), count_tokens=lambda text: len(text) // 4)
+    assert codes(report, "get_weather") == {"colliding-names"}  # the good tool is only flagged for its twin
+    assert "colliding-names" in codes(report, "getWeather")
+    assert {"empty-description", "name-not-verb-noun"} <= codes(report, "invoice")
+    assert {"short-description", "no-usage-guidance"} <= codes(report, "send_sms")
+    ticket = codes(report, "create_ticket")
+    assert {"free-text-looks-like-enum", "parameter-without-description", "many-required-parameters"} <= ticket
+    assert codes(report, "list_files") == {"no-usage-guidance"}
+    assert all(finding.suggestion for finding in report.findings)
+    enum = next(f for f in report.findings if f.code == "free-text-looks-like-enum")
+    assert enum.details == {"parameter": "priority"} and '"enum"' in enum.suggestion
+    assert report.counts()["error"] == 1 and report.fails("error")
+    assert report.schema_tokens["create_ticket"] > report.schema_tokens["send_sms"]
+
+
+def test_token_cost_check() -> None:
+    huge = {**GOOD, "description": GOOD["description"] + " word" * 3000}
+    report = lint_catalog(parse_catalog([huge], source="huge"))
+    costly = [f for f in report.findings if f.code == "costly-schema"]
+    assert costly and costly[0].details["tokens"] > 600
+
+
+@pytest.mark.model
+def test_confusable_pairs_and_query_checks_with_the_real_model(real_embedder: Embedder) -> None:
+    tools = [
+        GOOD,
+        {**GOOD, "name": "fetch_current_weather"},  # the same tool under another name
+        {"name": "convert_currency", "description": "Convert an amount of money from one currency to another."},
+        {"name": "play_music", "description": "Play a song, album or playlist on the user's speakers."},
+    ]
+    router = Router.build(parse_catalog(tools, source="near"), real_embedder)
+    queries = [
+        ("how many euros is 100 dollars", ["convert_currency"]),
+        ("convert 20 pounds to yen", ["convert_currency"]),
+        ("exchange 50 francs into dollars", ["convert_currency"]),
+        ("change 10 dollars to euros", ["convert_currency"]),
+    ]
+    report = lint_catalog(router.catalog, router, queries, k=1, count_tokens=len)
+    pairs = [f for f in report.findings if f.code == "confusable-pair"]
+    assert [f.tools for f in pairs] == [("get_weather", "fetch_current_weather")]
+    assert pairs[0].details["similarity"] >= 0.85
+    never = {f.tools[0] for f in report.findings if f.code == "never-retrieved"}
+    assert never == {"get_weather", "fetch_current_weather", "play_music"}
+    assert report.per_tool_accuracy == {"convert_currency": {"queries": 4.0, "top1": 1.0, "recall@1": 1.0}}
+
+
+@pytest.mark.model
+def test_queries_that_confuse_two_tools_are_reported(real_embedder: Embedder) -> None:
+    tools = [
+        {"name": "book_flight", "description": "Book a plane ticket between two airports."},
+        {"name": "book_hotel", "description": "Book a hotel room in a city for some nights."},
+    ]
+    router = Router.build(parse_catalog(tools, source="travel"), real_embedder)
+    # labelled (wrongly, on purpose) as hotel requests: the router ranks book_flight first
+    queries = [(q, ["book_hotel"]) for q in ("book a flight to Rome", "buy a plane ticket to Oslo", "I need a flight to Lima on Monday")]
+    report = lint_catalog(router.catalog, router, queries, k=1, count_tokens=len)
+    confused = [f for f in report.findings if f.code == "confused-by-queries"]
+    assert [f.tools for f in confused] == [("book_hotel", "book_flight")]
+    assert confused[0].details["count"] == 3 and "book_hotel" in confused[0].suggestion
+
+
+def test_lint_command_exit_code_and_json(tmp_path: Path) -> None:
+    catalog = tmp_path / "bad.json"
+    catalog.write_text(json.dumps(BAD))
+    runner = CliRunner()
+    failed = runner.invoke(main, ["lint", str(catalog), "--no-embeddings"])
+    assert failed.exit_code == 1 and "empty-description" in failed.output and "fix:" in failed.output
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps([GOOD]))
+    passed = runner.invoke(main, ["lint", str(good), "--no-embeddings", "--json"])
+    assert passed.exit_code == 0, passed.output
+    document = json.loads(passed.output)
+    assert document["counts"] == {"error": 0, "warning": 0, "info": 0} and document["tools"] == 1
+    strict = runner.invoke(main, ["lint", str(catalog), "--no-embeddings", "--fail-on", "info", "--json"])
+    assert strict.exit_code == 1 and json.loads(strict.output)["counts"]["warning"] >= 3

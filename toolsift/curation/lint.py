@@ -1,0 +1,279 @@
+"""Catalog lint: what makes tools hard to route or costly to send, each with a concrete fix.
+
+Static checks read the catalog alone; ``confusable-pair`` needs the router's vectors; with a
+labelled query set (the benchmark format) ``confused-by-queries``, ``never-retrieved`` and per-tool
+accuracy come from routing every query.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import orjson
+
+from toolsift.catalog import Catalog
+from toolsift.embeddings import split_identifier
+from toolsift.errors import ToolsiftError
+from toolsift.router import Router, format_tool
+
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
+
+MIN_DESCRIPTION_WORDS = 6
+MAX_REQUIRED = 5
+MAX_SCHEMA_TOKENS = 600
+CONFUSABLE_SIMILARITY = 0.85
+MIN_CONFUSIONS = 3  # and at least 10% of the tool's queries
+MAX_CONFUSION_FINDINGS = 100
+
+# Verbs tool names commonly start with; a name whose first word is none of these is flagged (info).
+VERBS = frozenset(
+    ["accept", "activate", "add", "adjust", "aggregate", "allocate", "analyze", "analyse", "annotate", "append", "apply", "approve", "archive", "assign", "attach", "audit", "authenticate", "authorize", "backup", "ban", "batch", "block", "book", "browse", "build", "bulk", "calculate", "call", "cancel", "capture", "change", "charge", "chat", "check", "checkout", "classify", "clean", "clear", "clone", "close", "collect", "combine", "comment", "commit", "compare", "compile", "complete", "compose", "compress", "compute", "configure", "confirm", "connect", "convert", "copy", "count", "crawl", "create", "crop", "deactivate", "debug", "decline", "decode", "decrypt", "deduplicate", "delete", "deploy", "describe", "detect", "diff", "disable", "disconnect", "dismiss", "download", "draft", "draw", "duplicate", "edit", "embed", "enable", "encode", "encrypt", "end", "enqueue", "enrich", "escalate", "estimate", "evaluate", "execute", "exchange", "explain", "export", "extract", "fetch", "file", "fill", "filter", "find", "finish", "flag", "follow", "forecast", "fork", "format", "forward", "generate", "geocode", "get", "grant", "group", "hide", "highlight", "identify", "import", "index", "inspect", "install", "invite", "invoke", "issue", "join", "kill", "label", "launch", "link", "list", "load", "locate", "lock", "log", "login", "logout", "look", "lookup", "manage", "map", "mark", "measure", "merge", "migrate", "monitor", "mount", "move", "mute", "navigate", "normalize", "notify", "obtain", "open", "optimize", "order", "pause", "pay", "ping", "pin", "place", "plan", "play", "plot", "poll", "post", "predict", "preview", "print", "process", "publish", "pull", "purchase", "push", "query", "queue", "rank", "rate", "read", "reboot", "recommend", "reconcile", "record", "redact", "redeem", "refresh", "refund", "register", "reject", "release", "reload", "remind", "remove", "rename", "render", "renew", "reopen", "reorder", "replace", "reply", "report", "request", "reschedule", "reserve", "reset", "resize", "resolve", "restart", "restore", "resume", "retrieve", "return", "revert", "review", "revoke", "rollback", "rotate", "route", "run", "save", "scale", "scan", "schedule", "score", "scrape", "search", "select", "send", "set", "share", "show", "shorten", "sign", "simulate", "skip", "snooze", "sort", "split", "start", "stop", "store", "stream", "submit", "subscribe", "suggest", "summarize", "summarise", "suspend", "sync", "tag", "take", "test", "trace", "track", "trade", "train", "transcribe", "transfer", "transform", "translate", "trigger", "truncate", "tune", "unarchive", "unblock", "unfollow", "uninstall", "unlock", "unmute", "unpin", "unsubscribe", "update", "upgrade", "upload", "validate", "verify", "view", "visualize", "vote", "watch", "write", "zip"]
+)
+_GUIDANCE = re.compile(r"\b(use|used|when|instead|only|if|for|whenever|prefer|rather|unless)\b", re.IGNORECASE)
+_ENUM_HINT = re.compile(
+    r"\b(one of|either|must be|can be|allowed values?|possible values?|valid values?|options?)\b"
+    r"|(['\"`][\w-]+['\"`]\s*(,|\bor\b|/|\|)\s*){1,}['\"`][\w-]+['\"`]"
+    r"|\b\w+\s*\|\s*\w+\s*\|\s*\w+\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    severity: Severity
+    tools: tuple[str, ...]
+    message: str
+    suggestion: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LintReport:
+    catalog: str
+    tools: int
+    findings: list[Finding]
+    schema_tokens: dict[str, int]
+    per_tool_accuracy: dict[str, dict[str, float]] | None = None
+
+    def counts(self) -> dict[str, int]:
+        return {severity: sum(f.severity == severity for f in self.findings) for severity in SEVERITIES}
+
+    def fails(self, fail_on: Severity = "error") -> bool:
+        worst = SEVERITIES.index(fail_on)
+        return any(SEVERITIES.index(f.severity) <= worst for f in self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "catalog": self.catalog,
+            "tools": self.tools,
+            "counts": self.counts(),
+            "findings": [asdict(finding) for finding in self.findings],
+            "schema_tokens": self.schema_tokens,
+            "per_tool_accuracy": self.per_tool_accuracy,
+        }
+
+
+# -- static checks --------------------------------------------------------------------------
+
+
+def check_names(catalog: Catalog) -> Iterable[Finding]:
+    seen: dict[str, str] = {}
+    for tool in catalog:
+        key = split_identifier(tool.name)
+        if key in seen:
+            yield Finding(
+                "colliding-names", "warning", (seen[key], tool.name),
+                f"'{seen[key]}' and '{tool.name}' differ only in case or separators",
+                "Keep one of them, or rename one so the names say how they differ",
+            )
+        else:
+            seen[key] = tool.name
+        words = key.split()
+        if len(words) < 2 or words[0] not in VERBS:
+            yield Finding(
+                "name-not-verb-noun", "info", (tool.name,),
+                f"'{tool.name}' does not read as verb_noun",
+                f"Name it for the action and its object, e.g. get_{words[-1] if words else 'thing'} "
+                "or search_" + (words[-1] if words else "things"),
+            )
+
+
+def check_descriptions(catalog: Catalog) -> Iterable[Finding]:
+    for tool in catalog:
+        text = tool.description.strip()
+        if not text:
+            yield Finding(
+                "empty-description", "error", (tool.name,), f"'{tool.name}' has no description",
+                "Describe what the tool does, what it returns, and when to use it: the router and the "
+                "model only see the name and this text",
+            )
+            continue
+        if len(text.split()) < MIN_DESCRIPTION_WORDS:
+            yield Finding(
+                "short-description", "warning", (tool.name,),
+                f"'{tool.name}' is described in {len(text.split())} words: '{text}'",
+                "Say what it does, on what, what it returns and when to use it (one or two sentences)",
+            )
+        if not _GUIDANCE.search(text):
+            yield Finding(
+                "no-usage-guidance", "info", (tool.name,),
+                f"the description of '{tool.name}' never says when to use it",
+                "Add a clause such as 'Use when ...' or 'For X, use other_tool instead'",
+            )
+
+
+def check_parameters(catalog: Catalog) -> Iterable[Finding]:
+    for tool in catalog:
+        properties = tool.parameters.get("properties") or {}
+        if not isinstance(properties, dict):
+            continue
+        for name, schema in properties.items():
+            if not isinstance(schema, dict):
+                continue
+            described = str(schema.get("description") or "").strip()
+            if not described:
+                yield Finding(
+                    "parameter-without-description", "warning", (tool.name,),
+                    f"parameter '{name}' of '{tool.name}' has no description",
+                    f"Describe '{name}': its meaning, format and an example value",
+                    {"parameter": name},
+                )
+            if schema.get("type") == "string" and "enum" not in schema and _ENUM_HINT.search(described):
+                yield Finding(
+                    "free-text-looks-like-enum", "warning", (tool.name,),
+                    f"parameter '{name}' of '{tool.name}' is free text but its description lists choices: '{described}'",
+                    f"Declare the choices as \"enum\": [...] on '{name}' so the model cannot invent values",
+                    {"parameter": name},
+                )
+        required = tool.parameters.get("required") or []
+        if isinstance(required, list) and len(required) > MAX_REQUIRED:
+            yield Finding(
+                "many-required-parameters", "info", (tool.name,),
+                f"'{tool.name}' requires {len(required)} parameters",
+                "Give defaults to the ones that have a sensible default, or split the tool",
+                {"required": len(required)},
+            )
+
+
+def schema_tokens(catalog: Catalog, count: Callable[[str], int] | None = None) -> dict[str, int]:
+    """Tokens each tool costs in a prompt (OpenAI form, compact JSON)."""
+    count = count or _token_counter()
+    return {tool.name: count(orjson.dumps(format_tool(tool, "openai")).decode()) for tool in catalog}
+
+
+def check_token_cost(tokens: dict[str, int]) -> Iterable[Finding]:
+    for name, cost in tokens.items():
+        if cost > MAX_SCHEMA_TOKENS:
+            yield Finding(
+                "costly-schema", "warning", (name,),
+                f"'{name}' costs {cost} tokens each time it is sent",
+                "Shorten long descriptions, drop rarely used optional parameters, or split the tool",
+                {"tokens": cost},
+            )
+
+
+# -- checks that need the router ------------------------------------------------------------
+
+
+def check_confusable(router: Router, threshold: float = CONFUSABLE_SIMILARITY) -> Iterable[Finding]:
+    """Pairs of tools whose embeddings are so close that the router can hardly tell them apart."""
+    catalog = router.catalog
+    if len(catalog) < 2:
+        return
+    vectors = router.index.vectors.vectors(np.arange(len(catalog), dtype=np.int64))
+    for start in range(0, len(catalog), 1024):
+        block = vectors[start:start + 1024] @ vectors.T
+        for row, column in zip(*np.nonzero(block >= threshold), strict=True):
+            first, second = start + int(row), int(column)
+            if first >= second:
+                continue
+            a, b = catalog[first], catalog[second]
+            mentions = b.name in a.description or a.name in b.description
+            yield Finding(
+                "confusable-pair", "warning", (a.name, b.name),
+                f"'{a.name}' and '{b.name}' are nearly the same to the router (cosine {block[row, column]:.3f})",
+                "Merge them if they do the same thing; otherwise say in each description when to use it "
+                "and when to use the other" + ("" if not mentions else " (one already names the other: sharpen it)"),
+                {"similarity": round(float(block[row, column]), 4)},
+            )
+
+
+def check_queries(router: Router, queries: Sequence[tuple[str, Sequence[str]]], k: int = 5) -> tuple[list[Finding], dict[str, dict[str, float]]]:
+    """Route labelled queries: tools never retrieved, pairs the queries confuse, per-tool accuracy."""
+    results = router.route_many([text for text, _ in queries], k) if queries else []
+    retrieved: set[str] = set()
+    per_tool: dict[str, list[tuple[bool, bool]]] = {}
+    confusions: dict[tuple[str, str], list[str]] = {}
+    for (text, relevant), result in zip(queries, results, strict=True):
+        names = result.names
+        retrieved.update(names)
+        for gold in relevant:
+            per_tool.setdefault(gold, []).append((bool(names) and names[0] == gold, gold in names))
+            if names and names[0] != gold and names[0] not in relevant:
+                confusions.setdefault((gold, names[0]), []).append(text)
+    findings = [
+        Finding(
+            "never-retrieved", "warning", (tool.name,),
+            f"no query of the set retrieves '{tool.name}' in its top {k}",
+            "Check its name and description use the words users ask with; add examples of requests it answers",
+        )
+        for tool in router.catalog if tool.name not in retrieved
+    ]
+    confused = [
+        (pair, texts) for pair, texts in confusions.items()
+        if len(texts) >= MIN_CONFUSIONS and len(texts) >= 0.1 * len(per_tool[pair[0]])
+    ]
+    for (gold, wrong), texts in sorted(confused, key=lambda item: (-len(item[1]), item[0]))[:MAX_CONFUSION_FINDINGS]:
+        findings.append(Finding(
+            "confused-by-queries", "warning", (gold, wrong),
+            f"{len(texts)} queries for '{gold}' rank '{wrong}' first, e.g. '{texts[0]}'",
+            f"Say in '{wrong}' when not to use it (use {gold} instead), and in '{gold}' the words these queries use",
+            {"queries": texts[:5], "count": len(texts)},
+        ))
+    accuracy = {
+        name: {
+            "queries": float(len(rows)),
+            "top1": sum(top for top, _ in rows) / len(rows),
+            f"recall@{k}": sum(hit for _, hit in rows) / len(rows),
+        }
+        for name, rows in sorted(per_tool.items())
+    }
+    return findings, accuracy
+
+
+def lint_catalog(
+    catalog: Catalog,
+    router: Router | None = None,
+    queries: Sequence[tuple[str, Sequence[str]]] = (),
+    *,
+    k: int = 5,
+    threshold: float = CONFUSABLE_SIMILARITY,
+    count_tokens: Callable[[str], int] | None = None,
+) -> LintReport:
+    tokens = schema_tokens(catalog, count_tokens)
+    findings = [
+        *check_names(catalog), *check_descriptions(catalog), *check_parameters(catalog), *check_token_cost(tokens),
+    ]
+    accuracy = None
+    if router is not None:
+        findings += list(check_confusable(router, threshold))
+        if queries:
+            found, accuracy = check_queries(router, queries, k)
+            findings += found
+    findings.sort(key=lambda f: (SEVERITIES.index(f.severity), f.code, f.tools))
+    return LintReport(catalog.source, len(catalog), findings, tokens, accuracy)
+
+
+def _token_counter() -> Callable[[str], int]:
+    from toolsift.bench.tokens import token_counter
+
+    try:
+        return token_counter()
+    except ToolsiftError:  # no tiktoken: about four characters a token
+        return lambda text: max(1, len(text) // 4)
