@@ -8,7 +8,7 @@ INDEX ?= var/index
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install index serve test lint bench clean
+.PHONY: install index serve test lint bench clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,8 +27,14 @@ index: $(INDEX)/manifest.json
 serve: index
 	$(BIN)/toolsift serve --index $(INDEX) --host $(HOST) --port $(PORT)
 
-test: install lint
+test: install lint browser
 	$(BIN)/python -m pytest
+
+# The web page is tested in headless Chromium (Debian's package, driven by playwright).
+browser:
+	@command -v chromium >/dev/null || (command -v apt-get >/dev/null && \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)) || \
+		echo "chromium is missing and could not be installed: the web page test will fail"
 
 lint: install
 	$(BIN)/ruff check toolsift tests benchmarks

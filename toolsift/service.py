@@ -11,13 +11,14 @@ import logging
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anyio
 import orjson
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import Response
+from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolsift._version import __version__
@@ -42,6 +43,7 @@ from toolsift.router.router import MAX_PINNED
 from toolsift.settings import Settings
 
 logger = logging.getLogger("toolsift.service")
+WEB_PAGE = Path(__file__).parent / "web" / "index.html"
 
 Format = Literal["toolsift", "openai", "anthropic", "mcp"]
 
@@ -305,6 +307,24 @@ def create_app(router: Router | None = None, *, settings: Settings | None = None
             "sessions": len(sessions),
             "live": live[0].status() if live else None,
         }
+
+    lint_cache: dict[str, dict[str, Any]] = {}
+
+    @app.get("/lint", summary="Curation findings for the loaded catalog (what `toolsift lint` reports)")
+    def lint() -> dict[str, Any]:
+        from toolsift.curation import lint_catalog
+
+        current = holder.get()
+        fingerprint = current.catalog.fingerprint
+        if fingerprint not in lint_cache:
+            lint_cache.clear()
+            lint_cache[fingerprint] = lint_catalog(current.catalog, current).to_json()
+        return lint_cache[fingerprint]
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> HTMLResponse:
+        """The curation page: catalog overview, findings, and a query box with score breakdowns."""
+        return HTMLResponse(WEB_PAGE.read_text(encoding="utf-8"))
 
     @app.get("/healthz", summary="Liveness and what is loaded")
     def healthz() -> dict[str, Any]:

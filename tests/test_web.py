@@ -1,0 +1,102 @@
+"""The curation page, driven in headless Chromium (Debian's package) with playwright, against a
+real `toolsift serve` process over the bundled catalog."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def served(bundled_index: Path) -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolsift", "serve", "--index", str(bundled_index), "--port", str(port)],
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert process.poll() is None and time.monotonic() < deadline, "toolsift serve did not start"
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@pytest.mark.model
+def test_page_shows_overview_findings_and_route_breakdown(served: str) -> None:
+    if CHROMIUM is None:
+        pytest.fail("headless Chromium is needed for this test: `make browser` (apt-get install chromium)")
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(served + "/")
+
+        expect(page.locator("#tool-count")).to_have_text("254")
+        expect(page.locator("#findings-table tr").nth(1)).to_be_visible(timeout=60_000)
+        first_finding = page.locator("#findings-table tr").nth(1).locator("td").all_inner_texts()
+        assert first_finding[0] in ("error", "warning", "info") and len(first_finding[4]) > 10  # the fix
+        page.select_option("#severity", "info")
+        severities = page.locator("#findings-table td:first-child").all_inner_texts()
+        assert severities and set(severities) == {"info"}
+
+        page.fill("#query", "will it rain in Lisbon this weekend?")
+        page.fill("#k", "3")
+        page.click("#route-button")
+        rows = page.locator("#route-table tr.match")
+        expect(rows).to_have_count(3, timeout=60_000)
+        names = page.locator("#route-table tr.match td:nth-child(2)").all_inner_texts()
+        assert any("weather" in name for name in names), names
+        first_score = float(rows.nth(0).locator("td").nth(2).inner_text())
+        last_score = float(rows.nth(2).locator("td").nth(2).inner_text())
+        assert first_score >= last_score
+        assert page.locator("#route-table .bar").count() >= 3
+
+        page.fill("#query", "x" * 9000)  # over the limit: the API's message is shown, not a crash
+        page.click("#route-button")
+        expect(page.locator("#route-error")).to_contain_text("query")
+        assert errors == []
+        browser.close()
+
+
+def test_lint_endpoint_reports_the_loaded_catalog(tiny_router: object) -> None:
+    from fastapi.testclient import TestClient
+
+    from toolsift.service import create_app
+
+    with TestClient(create_app(tiny_router)) as client:  # type: ignore[arg-type]
+        report = client.get("/lint").json()
+        assert report["tools"] == 8 and set(report["counts"]) == {"error", "warning", "info"}
+        assert any(f["code"] == "parameter-without-description" for f in report["findings"])
+        page = client.get("/")
+        assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+        assert 'id="route-form"' in page.text
