@@ -142,13 +142,19 @@ def route(query: str, index_path: Path | None, k: int, tags: str | None, all_tag
 @click.option("--port", type=int, help="Port [default: 8000].")
 @click.option("--workers", type=int, default=1, show_default=True, help="Worker processes, all serving the same index folder.")
 @click.option("--mcp-servers", type=click.Path(path_type=Path, dir_okay=False), help="Live catalog: the tools of the MCP servers in this file (plus --catalog), re-indexed when they change.")
-def serve(index_path: Path | None, catalog: Path | None, host: str | None, port: int | None, workers: int, mcp_servers: Path | None) -> None:
+@click.option("--tenants", type=click.Path(path_type=Path, dir_okay=False), help="Tenants file: API keys and the tools each tenant may see.")
+def serve(index_path: Path | None, catalog: Path | None, host: str | None, port: int | None, workers: int, mcp_servers: Path | None, tenants: Path | None) -> None:
     """Serve the HTTP API (docs at /docs)."""
     import os
 
     import uvicorn
 
-    settings = Settings.from_env(None, index_path=index_path, host=host, port=port, mcp_servers=mcp_servers)
+    settings = Settings.from_env(None, index_path=index_path, host=host, port=port, mcp_servers=mcp_servers, tenants=tenants)
+    if settings.tenants is not None:
+        from toolsift.tenants import load_tenants
+
+        load_tenants(settings.tenants)  # fail now, with the file's problem
+        os.environ["TOOLSIFT_TENANTS"] = str(settings.tenants.resolve())
     if settings.mcp_servers is not None:
         from toolsift.mcp import load_sources
 

@@ -22,7 +22,7 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolsift._version import __version__
-from toolsift.catalog import load_catalog
+from toolsift.catalog import fingerprint_tools, load_catalog
 from toolsift.embeddings import EmbeddingCache, get_embedder
 from toolsift.errors import AdminDisabled, NotReady, ToolsiftError, Unauthorized
 from toolsift.mcp import LiveCatalog, load_sources, router_builder
@@ -41,6 +41,8 @@ from toolsift.router import (
 )
 from toolsift.router.router import MAX_PINNED
 from toolsift.settings import Settings
+from toolsift.tenants import Tenants, TenantSpec, load_tenants
+from toolsift.types import IdArray
 
 logger = logging.getLogger("toolsift.service")
 WEB_PAGE = Path(__file__).parent / "web" / "index.html"
@@ -174,8 +176,12 @@ def _open_cache(settings: Settings) -> EmbeddingCache | None:
     return EmbeddingCache(cache_file) if cache_file is not None else None
 
 
-def create_app(router: Router | None = None, *, settings: Settings | None = None) -> FastAPI:
+def create_app(
+    router: Router | None = None, *, settings: Settings | None = None, tenants: Tenants | None = None
+) -> FastAPI:
     settings = settings or Settings.from_env()
+    if tenants is None and settings.tenants is not None:
+        tenants = load_tenants(settings.tenants)
     holder = RouterHolder(router)
     sessions = SessionStore(settings.session_cap, settings.max_sessions, settings.session_ttl)
 
@@ -201,6 +207,22 @@ def create_app(router: Router | None = None, *, settings: Settings | None = None
             logger.info("loading index from %s", settings.index_path)
             holder.set(Router.load(settings.index_path, ranking=ranking))
         yield
+
+    def caller(
+        authorization: Annotated[str | None, Header()] = None,
+        x_api_key: Annotated[str | None, Header()] = None,
+    ) -> TenantSpec | None:
+        """The tenant making the request (None when no tenants are configured)."""
+        if tenants is None:
+            return None
+        bearer = authorization.partition(" ")[2].strip() if authorization and authorization.lower().startswith("bearer ") else None
+        return tenants.identify(x_api_key or bearer)
+
+    def scope_of(tenant: TenantSpec | None, current: Router) -> IdArray | None:
+        return tenants.scope(tenant, current) if tenants is not None and tenant is not None else None
+
+    # annotations here are strings (postponed), resolved in module scope: the dependency goes in the default
+    by_caller = Depends(caller)
 
     def require_admin(authorization: Annotated[str | None, Header()] = None) -> None:
         if not settings.admin_token:
@@ -245,15 +267,17 @@ def create_app(router: Router | None = None, *, settings: Settings | None = None
         "/route", response_model=RouteResponse, response_model_exclude_none=True,
         summary="Pick the tools for a query",
     )
-    def route(request: RouteRequest) -> Response:
+    def route(request: RouteRequest, tenant: TenantSpec | None = by_caller) -> Response:
         current = holder.get()  # one router for the whole request, even if a reload lands meanwhile
+        scope = scope_of(tenant, current)
         rules = request.rules()
         result = current.route(
-            request.query, request.k, rules, min_score=request.min_score, pinned=request.pinned
+            request.query, request.k, rules, min_score=request.min_score, pinned=request.pinned, scope=scope
         )
         body = deliver(
             current, result, output_format=request.format, delivery=request.delivery, rules=rules,
             session_id=request.session_id, sessions=sessions, session_policy=request.session_policy,
+            scope=scope, session_namespace=tenant.name if tenant else "",
         )
         # timing goes in headers, so the body stays byte-identical for identical requests
         took = f"{result.took_ms:.3f}"
@@ -265,20 +289,23 @@ def create_app(router: Router | None = None, *, settings: Settings | None = None
         format: Format = "toolsift",
         offset: Annotated[int, Query(ge=0)] = 0,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        tenant: TenantSpec | None = by_caller,
     ) -> dict[str, Any]:
         current = holder.get()
         catalog = current.catalog
-        allowed = current.tag_index.allowed(TagRules.parse(any_of=tag or []))
+        scope = scope_of(tenant, current)
+        allowed = current.tag_index.allowed(TagRules.parse(any_of=tag or []), scope)
         positions = range(len(catalog)) if allowed is None else allowed.tolist()
         selected = sorted((catalog[int(p)] for p in positions), key=lambda tool: tool.name)
         page = selected[offset:offset + limit]
+        visible = catalog.tools if scope is None else [catalog[int(p)] for p in scope.tolist()]
         return {
             "total": len(selected),
             "offset": offset,
             "limit": limit,
             "tools": [format_tool(tool, format) for tool in page],
-            "tags": catalog.tag_counts(),
-            "catalog_fingerprint": catalog.fingerprint,
+            "tags": current.tag_index.visible_tags(scope),
+            "catalog_fingerprint": catalog.fingerprint if scope is None else fingerprint_tools(visible),
         }
 
     @app.post("/admin/reload", summary="Reload the catalog (admin token)", dependencies=[Depends(require_admin)])
@@ -311,7 +338,7 @@ def create_app(router: Router | None = None, *, settings: Settings | None = None
     lint_cache: dict[str, dict[str, Any]] = {}
 
     @app.get("/lint", summary="Curation findings for the loaded catalog (what `toolsift lint` reports)")
-    def lint() -> dict[str, Any]:
+    def lint(tenant: TenantSpec | None = by_caller) -> dict[str, Any]:
         from toolsift.curation import lint_catalog
 
         current = holder.get()
@@ -319,7 +346,19 @@ def create_app(router: Router | None = None, *, settings: Settings | None = None
         if fingerprint not in lint_cache:
             lint_cache.clear()
             lint_cache[fingerprint] = lint_catalog(current.catalog, current).to_json()
-        return lint_cache[fingerprint]
+        report = lint_cache[fingerprint]
+        scope = scope_of(tenant, current)
+        if scope is None:
+            return report
+        visible = {current.catalog[int(p)].name for p in scope.tolist()}
+        findings = [f for f in report["findings"] if set(f["tools"]) <= visible]  # nothing about others' tools
+        return {
+            **report,
+            "tools": len(visible),
+            "findings": findings,
+            "counts": {s: sum(f["severity"] == s for f in findings) for s in ("error", "warning", "info")},
+            "schema_tokens": {name: cost for name, cost in report["schema_tokens"].items() if name in visible},
+        }
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> HTMLResponse:
@@ -329,6 +368,8 @@ def create_app(router: Router | None = None, *, settings: Settings | None = None
     @app.get("/healthz", summary="Liveness and what is loaded")
     def healthz() -> dict[str, Any]:
         current = holder.get()
+        if tenants is not None:  # unauthenticated: say nothing about the catalog
+            return {"status": "ok", "version": __version__}
         manifest = current.index.manifest
         return {
             "status": "ok",

@@ -40,6 +40,8 @@ class Settings:
     """Seconds a session lives after its last turn."""
     admin_token: str | None = None
     """Bearer token for the admin endpoints (reload); they are off while it is unset."""
+    tenants: Path | None = None
+    """A YAML/JSON file of tenants: API keys and the tools each may see (see toolsift.tenants)."""
     mcp_servers: Path | None = None
     """A YAML/JSON file listing MCP servers whose tools make up the catalog (live catalog)."""
 
@@ -73,6 +75,7 @@ _CASTS: dict[str, Callable[[str], Any]] = {
     "max_sessions": int,
     "session_ttl": float,
     "mcp_servers": Path,
+    "tenants": Path,
 }
 
 

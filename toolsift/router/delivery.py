@@ -22,6 +22,7 @@ from toolsift.router.formats import OutputFormat, format_tool
 from toolsift.router.router import Match, Router, RouteResult
 from toolsift.router.rules import TagRules
 from toolsift.router.sessions import SessionPolicy, SessionStore, SessionTurn
+from toolsift.types import IdArray
 
 Delivery = Literal["subset", "allowed_tools"]
 DELIVERY_MODES: tuple[str, ...] = get_args(Delivery)
@@ -64,10 +65,12 @@ def allowed_tools_choice(names: list[str]) -> dict[str, Any]:
     }
 
 
-def superset_for(router: Router, rules: TagRules, pinned: tuple[Tool, ...]) -> tuple[Tool, ...]:
+def superset_for(
+    router: Router, rules: TagRules, pinned: tuple[Tool, ...], scope: IdArray | None = None
+) -> tuple[Tool, ...]:
     """Every tool the rules allow, plus the pinned ones, by name: a superset that only a catalog
     change alters."""
-    allowed = router.tag_index.allowed(rules)
+    allowed = router.tag_index.allowed(rules, scope)
     catalog = router.catalog
     chosen = {tool.name: tool for tool in pinned}
     positions = range(len(catalog)) if allowed is None else allowed.tolist()
@@ -94,6 +97,8 @@ def deliver(
     session_id: str | None = None,
     sessions: SessionStore | None = None,
     session_policy: SessionPolicy = "all",
+    scope: IdArray | None = None,
+    session_namespace: str = "",
 ) -> dict[str, Any]:
     """The ``/route`` response body for ``result``."""
     if delivery not in DELIVERY_MODES:
@@ -117,11 +122,12 @@ def deliver(
     if session_id is not None:
         if sessions is None:
             raise InvalidQuery("session_id", "sessions are not enabled on this router")
-        turn = sessions.advance(session_id, selected, router.catalog, ranked=result.names, policy=session_policy)
+        key = f"{session_namespace}\x1f{session_id}" if session_namespace else session_id  # tenants never share
+        turn = sessions.advance(key, selected, router.catalog, ranked=result.names, policy=session_policy)
         tools = turn.tools
-        body["session"] = session_record(turn)
+        body["session"] = {**session_record(turn), "id": session_id}
     elif delivery == "allowed_tools":
-        tools = superset_for(router, rules or TagRules(), result.pinned)
+        tools = superset_for(router, rules or TagRules(), result.pinned, scope)
     if delivery == "allowed_tools":
         body["tool_choice"] = allowed_tools_choice([tool.name for tool in selected])
     body["tools"] = [format_tool(tool, output_format) for tool in tools]

@@ -26,7 +26,7 @@ from toolsift.index.lexical import LexicalIndex, word_and_cjk_tokens
 from toolsift.router.formats import OutputFormat, format_tool
 from toolsift.router.ranking import RankingConfig, rank
 from toolsift.router.rules import TagIndex, TagRules
-from toolsift.types import Vector
+from toolsift.types import IdArray, Vector
 
 DEFAULT_K = 5
 MAX_K = 256
@@ -189,14 +189,16 @@ class Router:
         *,
         min_score: float | None = None,
         pinned: Sequence[str] = (),
+        scope: IdArray | None = None,
     ) -> RouteResult:
         """The ``k`` tools that best fit ``query`` among those ``rules`` allow.
 
         When ``k`` or fewer tools are eligible, all of them come back (ranked). ``min_score``
         drops matches scoring below it, so a query no tool fits can return fewer or none.
         ``pinned`` names tools delivered whatever the query and the rules; they are not ranked
-        and do not take any of the ``k`` places."""
-        return self.route_many([query], k, rules, min_score=min_score, pinned=pinned)[0]
+        and do not take any of the ``k`` places. ``scope`` (sorted ids, e.g. a tenant's visible
+        tools) limits everything, errors included, to those tools."""
+        return self.route_many([query], k, rules, min_score=min_score, pinned=pinned, scope=scope)[0]
 
     def route_many(
         self,
@@ -206,13 +208,14 @@ class Router:
         *,
         min_score: float | None = None,
         pinned: Sequence[str] = (),
+        scope: IdArray | None = None,
     ) -> list[RouteResult]:
         """``route`` for several queries, embedding them in one batch."""
         started = time.perf_counter()
         checked = [_check_query(query) for query in queries]
         _check_k(k)
-        pinned_tools = self.pinned_tools(pinned)
-        allowed = self.tag_index.allowed(rules or TagRules())
+        pinned_tools = self.pinned_tools(pinned, scope)
+        allowed = self.tag_index.allowed(rules or TagRules(), scope)
         if pinned_tools:
             pinned_ids = np.asarray(sorted(self.catalog.position(t.name) for t in pinned_tools), dtype=np.int64)
             everything = np.arange(len(self.catalog), dtype=np.int64) if allowed is None else allowed
@@ -247,19 +250,40 @@ class Router:
             )
         return results
 
-    def pinned_tools(self, names: Sequence[str]) -> tuple[Tool, ...]:
-        """The catalog's tools for ``names``, once each; an unknown name raises UnknownTool."""
+    def pinned_tools(self, names: Sequence[str], scope: IdArray | None = None) -> tuple[Tool, ...]:
+        """The catalog's tools for ``names``, once each; a name unknown (or outside ``scope``)
+        raises UnknownTool, whose suggestions come from the scope only."""
         if isinstance(names, str):
             names = [names]
         if len(names) > MAX_PINNED:
             raise InvalidQuery("pinned", f"names {len(names)} tools; the limit is {MAX_PINNED}")
+        if not names:
+            return ()
+        visible = set(scope.tolist()) if scope is not None else None
         tools = []
         for name in dict.fromkeys(names):
             tool = self.catalog.get(name)
-            if tool is None:
-                raise UnknownTool(name, self.catalog.names)
+            if tool is None or (visible is not None and self.catalog.position(name) not in visible):
+                known = self.catalog.names if visible is None else [self.catalog[i].name for i in sorted(visible)]
+                raise UnknownTool(name, known)
             tools.append(tool)
         return tuple(tools)
+
+    def scope_for(self, rules: TagRules, names: Sequence[str] = ()) -> IdArray:
+        """Sorted ids of the tools that pass ``rules`` and, when ``names`` is given, are among them.
+        Tags and names the catalog lacks simply match nothing (a tenant's view, not a request)."""
+        known = TagRules(
+            tuple(t for t in rules.any_of if t in self.catalog.tags),
+            rules.all_of, tuple(t for t in rules.exclude if t in self.catalog.tags), rules.access,
+        )
+        if rules.any_of and not known.any_of or any(t not in self.catalog.tags for t in rules.all_of):
+            return np.empty(0, dtype=np.int64)
+        allowed = self.tag_index.allowed(known)
+        ids = np.arange(len(self.catalog), dtype=np.int64) if allowed is None else allowed
+        if names:
+            listed = np.asarray(sorted(self.catalog.position(n) for n in set(names) if n in self.catalog), dtype=np.int64)
+            ids = np.intersect1d(ids, listed, assume_unique=True)
+        return ids
 
 
 def _check_query(query: str) -> str:

@@ -101,16 +101,29 @@ class TagIndex:
         except KeyError:
             raise UnknownTag(tag, self._ids) from None
 
-    def allowed(self, rules: TagRules) -> IdArray | None:
-        """Sorted ids the rules allow, or None when the rules allow everything.
+    def visible_tags(self, scope: IdArray | None) -> dict[str, int]:
+        """Each tag carried by a tool in ``scope`` (all tools when None), with its count there."""
+        if scope is None:
+            return {tag: int(ids.shape[0]) for tag, ids in sorted(self._ids.items())}
+        counts = {tag: int(np.intersect1d(ids, scope, assume_unique=True).shape[0]) for tag, ids in self._ids.items()}
+        return {tag: count for tag, count in sorted(counts.items()) if count}
 
-        Raises UnknownTag for a tag no tool carries: a typo must not silently allow or block
-        everything."""
+    def allowed(self, rules: TagRules, scope: IdArray | None = None) -> IdArray | None:
+        """Sorted ids the rules allow within ``scope`` (a tenant's visible tools; None: all), or
+        None when nothing restricts.
+
+        Raises UnknownTag for a tag no tool in scope carries: a typo must not silently allow or
+        block everything, and the error names only tags from the scope."""
+        if scope is not None:
+            visible = self.visible_tags(scope)
+            for tag in rules.tags():
+                if tag not in visible:
+                    raise UnknownTag(tag, visible)
         if rules.empty:
-            return None
+            return scope
         for tag in rules.tags():
             self.ids(tag)
-        allowed: IdArray = np.arange(len(self.catalog), dtype=np.int64)
+        allowed: IdArray = np.arange(len(self.catalog), dtype=np.int64) if scope is None else scope
         if rules.any_of:
             allowed = _union(self.ids(tag) for tag in rules.any_of)
         for tag in rules.all_of:

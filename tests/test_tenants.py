@@ -1,0 +1,113 @@
+"""Per-tenant visibility: enforced before ranking, and nothing about another tenant's tools leaks
+(not in matches, tool lists, tag counts, error suggestions, lint findings or sessions)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from toolsift import Router
+from toolsift.errors import CatalogError
+from toolsift.service import create_app
+from toolsift.settings import Settings
+from toolsift.tenants import load_tenants, parse_tenants
+
+ACME_KEY = "acme-key-0123456789abcdef"
+GLOBEX_KEY = "globex-key-0123456789abcdef"
+
+
+@pytest.fixture
+def tenants_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tenants.yaml"
+    path.write_text(
+        "tenants:\n"
+        f"  acme:\n    key: {ACME_KEY}\n    tags: [email, calendar]\n"
+        f"  globex:\n    key: {GLOBEX_KEY}\n    tags: {{any: [finance], exclude: [markets]}}\n    access: any\n"
+    )
+    return path
+
+
+@pytest.fixture
+def client(bundled_router: Router, tenants_file: Path) -> Iterator[TestClient]:
+    with TestClient(create_app(bundled_router, settings=Settings(tenants=tenants_file))) as test_client:
+        yield test_client
+
+
+def as_tenant(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def visible(client: TestClient, key: str) -> set[str]:
+    listing = client.get("/tools", params={"limit": 1000}, headers=as_tenant(key)).json()
+    return {tool["name"] for tool in listing["tools"]}
+
+
+@pytest.mark.model
+def test_each_tenant_routes_only_within_its_tools(client: TestClient, bundled_router: Router) -> None:
+    acme, globex = visible(client, ACME_KEY), visible(client, GLOBEX_KEY)
+    assert "send_email" in acme and "transfer_money" in globex and not acme & globex
+    catalog = bundled_router.catalog
+    assert acme == {t.name for t in catalog if {"email", "calendar"} & set(t.tags)}
+    assert globex == {t.name for t in catalog if "finance" in t.tags and "markets" not in t.tags}
+
+    # a query that fits the other tenant's tools best still only gets the caller's own tools
+    body = client.post("/route", json={"query": "transfer 200 dollars to my savings account", "k": 5},
+                       headers=as_tenant(ACME_KEY)).json()
+    assert body["eligible"] == len(acme)
+    assert {m["name"] for m in body["matches"]} <= acme and {t["name"] for t in body["tools"]} <= acme
+    rich = client.post("/route", json={"query": "transfer 200 dollars to my savings account", "k": 5},
+                       headers={"X-API-Key": GLOBEX_KEY}).json()
+    assert rich["matches"][0]["name"] == "transfer_money"
+
+
+@pytest.mark.model
+def test_errors_and_listings_never_name_other_tenants_tools_or_tags(client: TestClient) -> None:
+    globex_names = visible(client, GLOBEX_KEY)
+    pinned = client.post("/route", json={"query": "x", "pinned": ["transfer_money"]}, headers=as_tenant(ACME_KEY))
+    assert pinned.status_code == 400 and "no tool named 'transfer_money'" in pinned.text
+    assert not any(name in pinned.json()["error"]["message"].replace("'transfer_money'", "") for name in globex_names)
+    near = client.post("/route", json={"query": "x", "pinned": ["transfer_mone"]}, headers=as_tenant(ACME_KEY))
+    assert "transfer_money" not in near.text  # no suggestion from outside the tenant
+
+    tag = client.post("/route", json={"query": "x", "tags": ["finance"]}, headers=as_tenant(ACME_KEY))
+    assert tag.status_code == 400 and "unknown tag 'finance'" in tag.text
+    known = tag.json()["error"]["message"].split("Known tags:")[1]
+    assert "payments" not in known and "email" in known  # only acme's tags are listed
+    tags = client.get("/tools", headers=as_tenant(ACME_KEY)).json()["tags"]
+    assert "finance" not in tags and tags["email"] >= 1
+
+    lint = client.get("/lint", headers=as_tenant(ACME_KEY)).json()
+    mentioned = {name for finding in lint["findings"] for name in finding["tools"]}
+    assert mentioned and mentioned <= visible(client, ACME_KEY) and not mentioned & globex_names
+    assert set(lint["schema_tokens"]) == visible(client, ACME_KEY)
+
+
+@pytest.mark.model
+def test_keys_are_required_and_sessions_are_per_tenant(client: TestClient) -> None:
+    assert client.post("/route", json={"query": "send an email"}).status_code == 401
+    assert client.post("/route", json={"query": "x"}, headers=as_tenant("wrong-key-0000000000")).status_code == 401
+    assert client.get("/tools").status_code == 401
+    assert client.get("/healthz").json() == {"status": "ok", "version": client.get("/healthz").json()["version"]}
+
+    first = client.post("/route", json={"query": "send an email to Bob", "k": 2, "session_id": "shared-id"},
+                        headers=as_tenant(ACME_KEY)).json()
+    other = client.post("/route", json={"query": "what is my account balance", "k": 2, "session_id": "shared-id"},
+                        headers=as_tenant(GLOBEX_KEY)).json()
+    assert first["session"]["turn"] == 1 and other["session"]["turn"] == 1  # same id, separate sessions
+    assert other["session"]["id"] == "shared-id"
+    assert not {t["name"] for t in other["tools"]} & {t["name"] for t in first["tools"]}
+
+
+def test_tenants_file_is_checked(tmp_path: Path) -> None:
+    with pytest.raises(CatalogError, match="tenant 'a'.*key_sha256"):
+        parse_tenants({"tenants": {"a": {"tags": ["x"]}}})
+    with pytest.raises(CatalogError, match="share a key"):
+        parse_tenants({"tenants": {"a": {"key": ACME_KEY}, "b": {"key": ACME_KEY}}})
+    path = tmp_path / "t.json"
+    digest = "a" * 64
+    path.write_text(json.dumps({"tenants": {"a": {"key_sha256": digest, "tools": ["send_email"]}}}))
+    assert load_tenants(path).specs[0].tools == ("send_email",)

@@ -1,0 +1,142 @@
+"""Tenants: who may see which tools. Visibility is applied before ranking, and every answer a
+tenant gets (matches, tool lists, tag counts, error suggestions, sessions) comes from its own tools.
+
+A tenants file (YAML or JSON)::
+
+    tenants:
+      acme:
+        key_sha256: 9f86d081884c7d65...   # sha256 of the API key (or `key:` in clear, for tests)
+        tags: {any: [crm, email], exclude: [admin]}   # or a list: any of these tags
+        access: read_only                   # optional: only read-only tools
+        tools: [send_email, search_emails]  # optional: only these names (after the tag rules)
+      globex:
+        key_sha256: ...
+        tags: [finance]
+
+Clients send ``Authorization: Bearer <key>`` (or ``X-API-Key: <key>``). Once a tenants file is
+set, requests without a valid key get 401.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from toolsift.errors import CatalogError, ToolsiftError
+from toolsift.router import Access, Router, TagRules
+from toolsift.types import IdArray
+
+
+class TenantUnauthorized(ToolsiftError):
+    status_code = 401
+
+    def __init__(self) -> None:
+        super().__init__("missing or unknown API key: send 'Authorization: Bearer <your tenant key>'")
+
+
+class _TagsIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    any: list[str] = Field(default_factory=list)
+    all: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+
+
+class TenantSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    key: str | None = Field(default=None, min_length=16)
+    key_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    tags: _TagsIn | list[str] | None = None
+    access: Access = "any"
+    tools: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _one_key(self) -> TenantSpec:
+        if (self.key is None) == (self.key_sha256 is None):
+            raise ValueError("give either 'key_sha256' (recommended) or 'key'")
+        return self
+
+    @property
+    def digest(self) -> bytes:
+        if self.key_sha256 is not None:
+            return bytes.fromhex(self.key_sha256)
+        assert self.key is not None
+        return hashlib.sha256(self.key.encode()).digest()
+
+    def rules(self) -> TagRules:
+        if self.tags is None:
+            return TagRules(access=self.access)
+        if isinstance(self.tags, list):
+            return TagRules.parse(any_of=self.tags, access=self.access)
+        return TagRules.parse(self.tags.any, self.tags.all, self.tags.exclude, access=self.access)
+
+
+@dataclass
+class Tenants:
+    specs: list[TenantSpec]
+
+    def __post_init__(self) -> None:
+        self._scopes: dict[tuple[str, str], IdArray] = {}
+
+    def identify(self, key: str | None) -> TenantSpec:
+        """The tenant whose key this is; compares digests in constant time."""
+        if not key:
+            raise TenantUnauthorized()
+        digest = hashlib.sha256(key.encode()).digest()
+        found = None
+        for spec in self.specs:
+            if hmac.compare_digest(digest, spec.digest):
+                found = spec
+        if found is None:
+            raise TenantUnauthorized()
+        return found
+
+    def scope(self, spec: TenantSpec, router: Router) -> IdArray:
+        """The tenant's visible tool ids in this router's catalog (cached per catalog)."""
+        cache_key = (spec.name, router.catalog.fingerprint)
+        if cache_key not in self._scopes:
+            if len(self._scopes) > 4 * len(self.specs):
+                self._scopes.clear()  # old catalogs
+            self._scopes[cache_key] = router.scope_for(spec.rules(), spec.tools)
+        return self._scopes[cache_key]
+
+
+def parse_tenants(document: Any, source: str = "<data>") -> Tenants:
+    entries = document.get("tenants") if isinstance(document, dict) else None
+    if not isinstance(entries, dict) or not entries:
+        raise CatalogError("no tenants listed", source=source, fix="Add a 'tenants' mapping: name -> {key_sha256, tags}")
+    specs = []
+    for name, entry in entries.items():
+        try:
+            specs.append(TenantSpec.model_validate({"name": str(name), **(entry or {})}))
+        except ValidationError as error:
+            first = error.errors()[0]
+            raise CatalogError(
+                first["msg"], source=source, entry=f"tenant '{name}'",
+                field=".".join(str(p) for p in first["loc"]) or None,
+                fix="Each tenant needs key_sha256 (or key) and may have tags, access, tools",
+            ) from None
+    digests = [spec.digest for spec in specs]
+    if len(set(digests)) != len(digests):
+        raise CatalogError("two tenants share a key", source=source, fix="Give every tenant its own key")
+    return Tenants(specs)
+
+
+def load_tenants(path: str | Path) -> Tenants:
+    file = Path(path)
+    if not file.is_file():
+        raise CatalogError("file not found", source=str(file), fix="Pass the path of your tenants file")
+    raw = file.read_bytes()
+    try:
+        document = orjson.loads(raw) if file.suffix == ".json" else yaml.safe_load(raw)
+    except (orjson.JSONDecodeError, yaml.YAMLError) as error:
+        raise CatalogError(f"cannot parse ({error})", source=str(file)) from None
+    return parse_tenants(document, str(file))
