@@ -81,7 +81,71 @@ def test_save_replaces_an_existing_index_whole(tmp_path: Path, tiny_catalog: Cat
     second, _ = ToolIndex.build(smaller, embedder)
     second.save(tmp_path / "idx")
     assert len(ToolIndex.load(tmp_path / "idx").catalog) == 3
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]  # no staging folders left
+    entries = sorted(p.name for p in tmp_path.iterdir())
+    assert len(entries) == 2 and entries[1] == "idx" and entries[0].startswith(".idx.")  # old version removed
+    assert (tmp_path / "idx").is_symlink() and (tmp_path / "idx").resolve().name == entries[0]
+
+
+def test_save_over_an_old_style_real_folder(tmp_path: Path, tiny_catalog: Catalog) -> None:
+    import shutil
+
+    embedder = HashingEmbedder(64)
+    index, _ = ToolIndex.build(tiny_catalog, embedder)
+    index.save(tmp_path / "stage")
+    shutil.copytree((tmp_path / "stage").resolve(), tmp_path / "idx")  # a real folder, as older versions wrote
+    smaller, _ = ToolIndex.build(Catalog(list(tiny_catalog)[:2]), embedder)
+    smaller.save(tmp_path / "idx")
+    assert len(ToolIndex.load(tmp_path / "idx").catalog) == 2 and (tmp_path / "idx").is_symlink()
+    # a crash between moving the old folder aside and the swap: load finds the moved-aside copy
+    (tmp_path / "idx").unlink()
+    shutil.copytree((tmp_path / "stage").resolve(), tmp_path / ".idx.previous")
+    assert len(ToolIndex.load(tmp_path / "idx").catalog) == 8
+
+
+_SAVE_FOREVER = """
+import sys
+from toolsift.catalog import parse_catalog
+from toolsift.embeddings import HashingEmbedder
+from toolsift.index import ToolIndex
+embedder = HashingEmbedder(256)
+catalogs = [
+    parse_catalog([{"name": f"tool_{v}_{i}", "description": f"does thing {i} of version {v} " * 20} for i in range(3000)])
+    for v in (0, 1)
+]
+indexes = [ToolIndex.build(catalog, embedder)[0] for catalog in catalogs]
+for catalog in catalogs:
+    print(catalog.fingerprint, flush=True)
+turn = 0
+while True:
+    indexes[turn % 2].save(sys.argv[1])
+    print("saved", flush=True)
+    turn += 1
+"""
+
+
+def test_killing_a_save_at_any_moment_leaves_a_loadable_index(tmp_path: Path) -> None:
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    target = tmp_path / "idx"
+    rng = random.Random(7)
+    for attempt in range(5):
+        process = subprocess.Popen(
+            [sys.executable, "-c", _SAVE_FOREVER, str(target)], stdout=subprocess.PIPE, text=True
+        )
+        assert process.stdout is not None
+        fingerprints = {process.stdout.readline().strip(), process.stdout.readline().strip()}
+        if attempt == 0:
+            assert process.stdout.readline().strip() == "saved"  # one full save before the first kill
+        time.sleep(rng.uniform(0.0, 0.4))
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        process.stdout.close()
+        loaded = ToolIndex.load(target)
+        assert loaded.catalog.fingerprint in fingerprints and len(loaded.catalog) == 3000
 
 
 def test_load_refuses_mismatches(tmp_path: Path, tiny_catalog: Catalog) -> None:

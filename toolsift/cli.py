@@ -167,9 +167,12 @@ def serve(index_path: Path | None, catalog: Path | None, host: str | None, port:
         router = Router.build(_load_catalog(catalog, "auto"), cache=_open_cache(settings, False))
         router.save(settings.index_path)
     os.environ["TOOLSIFT_INDEX_PATH"] = str(settings.index_path)
+    from toolsift.observability import logging_config
+
     uvicorn.run(
         "toolsift.service:create_app", factory=True, host=settings.host, port=settings.port,
-        workers=workers, log_level=settings.log_level,
+        workers=workers, log_level=settings.log_level, access_log=False,
+        log_config=logging_config(settings.log_level, settings.log_format),
     )
 
 

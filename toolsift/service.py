@@ -19,6 +19,7 @@ import orjson
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolsift._version import __version__
@@ -26,6 +27,7 @@ from toolsift.catalog import fingerprint_tools, load_catalog
 from toolsift.embeddings import EmbeddingCache, get_embedder
 from toolsift.errors import AdminDisabled, NotReady, ToolsiftError, Unauthorized
 from toolsift.mcp import LiveCatalog, load_sources, router_builder
+from toolsift.observability import Metrics, ObservabilityMiddleware
 from toolsift.router import (
     MAX_K,
     MAX_QUERY_CHARS,
@@ -194,8 +196,13 @@ def create_app(
             catalog = load_catalog(settings.catalog_path) if settings.catalog_path else None
             embedder = router.embedder if router else get_embedder(settings.model)
             build = router_builder(embedder, ranking=ranking, cache=_open_cache(settings))
+            def publish(new: Router) -> None:
+                holder.set(new)
+                metrics.reloads.labels("ok").inc()
+
             catalog_of_servers = LiveCatalog(
-                load_sources(settings.mcp_servers), build=build, publish=holder.set, base=catalog
+                load_sources(settings.mcp_servers), build=build, publish=publish, base=catalog,
+                on_failure=lambda reason: metrics.reloads.labels("failed").inc(),
             )
             logger.info("reading tools from the MCP servers in %s", settings.mcp_servers)
             async with catalog_of_servers.running():
@@ -241,6 +248,21 @@ def create_app(
     app.state.routers = holder
     app.state.sessions = sessions
 
+    def snapshot() -> dict[str, float]:
+        current = holder._router
+        if current is None:
+            return {"sessions": len(sessions)}
+        return {"tools": len(current.catalog), "sessions": len(sessions),
+                "query_cache_hits": current.query_cache_hits, "query_cache_misses": current.query_cache_misses}
+
+    metrics = Metrics(snapshot)
+    app.state.metrics = metrics
+    app.add_middleware(ObservabilityMiddleware, metrics=metrics, max_body=settings.max_request_bytes)
+
+    @app.get("/metrics", include_in_schema=False)
+    def prometheus() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
     @app.exception_handler(ToolsiftError)
     async def toolsift_error(request: Request, error: ToolsiftError) -> Response:
         return JSONBytes(
@@ -279,6 +301,7 @@ def create_app(
             session_id=request.session_id, sessions=sessions, session_policy=request.session_policy,
             scope=scope, session_namespace=tenant.name if tenant else "",
         )
+        metrics.route_latency.observe(result.took_ms / 1000)
         # timing goes in headers, so the body stays byte-identical for identical requests
         took = f"{result.took_ms:.3f}"
         return JSONBytes(body, headers={"Server-Timing": f"route;dur={took}", "X-Toolsift-Took-Ms": took})
@@ -313,12 +336,19 @@ def create_app(
         """With MCP servers: fetch their tools again and re-index what changed. Otherwise: load the
         index folder again (after `toolsift build` wrote a new one). On any failure the previous
         catalog keeps serving and the error says why."""
-        if live:
-            return {"source": "mcp", **await live[0].reload(server)}
-        previous = holder.get()
-        loaded = await anyio.to_thread.run_sync(
-            lambda: Router.load(settings.index_path, previous.embedder, ranking=ranking)
-        )
+        try:
+            if live:
+                return {"source": "mcp", **await live[0].reload(server)}  # publish() counts it
+            previous = holder.get()
+            loaded = await anyio.to_thread.run_sync(
+                lambda: Router.load(settings.index_path, previous.embedder, ranking=ranking)
+            )
+        except Exception:
+            if not live:  # a live catalog counts its own failures
+                metrics.reloads.labels("failed").inc()
+            logger.warning("reload failed; the previous catalog keeps serving", exc_info=True)
+            raise
+        metrics.reloads.labels("ok").inc()
         holder.set(loaded)
         changed = loaded.catalog.fingerprint != previous.catalog.fingerprint
         return {"source": str(settings.index_path), "changed": changed, "tools": len(loaded.catalog),

@@ -33,6 +33,10 @@ class Settings:
     port: int = 8000
     lexical_weight: float = 0.15
     log_level: str = "info"
+    log_format: str = "json"
+    """json: one JSON object a line (structured logs); text: plain lines."""
+    max_request_bytes: int = 65_536
+    """Larger request bodies get 413 before they are read."""
     session_cap: int = 64
     """Most tools a sticky session holds before it resets (see toolsift.router.sessions)."""
     max_sessions: int = 10_000
@@ -72,6 +76,7 @@ _CASTS: dict[str, Callable[[str], Any]] = {
     "port": int,
     "lexical_weight": float,
     "session_cap": int,
+    "max_request_bytes": int,
     "max_sessions": int,
     "session_ttl": float,
     "mcp_servers": Path,

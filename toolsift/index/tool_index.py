@@ -66,6 +66,53 @@ class BuildStats:
     """Vectors taken from the previous index because the tool's text did not change."""
 
 
+def _previous(target: Path) -> Path:
+    return target.with_name(f".{target.name}.previous")
+
+
+def _resolved_version(target: Path) -> Path | None:
+    """The hidden folder a symlinked index points to (None for a real folder or nothing)."""
+    if not target.is_symlink():
+        return None
+    pointed = target.parent / os.readlink(target)
+    return pointed if pointed.name.startswith(f".{target.name}.") else None
+
+
+ABANDONED_AFTER_SECONDS = 600
+
+
+def _remove_abandoned(target: Path, keep: Path) -> None:
+    """Staging folders and links left by saves that were killed (older than 10 minutes, so a
+    save running in another process right now is left alone)."""
+    cutoff = time.time() - ABANDONED_AFTER_SECONDS
+    for entry in target.parent.glob(f".{target.name}.*"):
+        try:
+            if entry == keep or entry.lstat().st_mtime > cutoff:
+                continue
+            if entry.is_symlink() or entry.is_file():
+                entry.unlink()
+            elif entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Flush the folder's files and the folder itself to disk."""
+    for file in folder.iterdir():
+        with open(file, "rb") as handle:
+            os.fsync(handle.fileno())
+    _fsync_dir(folder)
+
+
+def _fsync_dir(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
 class ToolIndex:
     """Vectors for every tool of a catalog, ids being catalog positions."""
 
@@ -122,11 +169,16 @@ class ToolIndex:
         return cls(catalog, vectors, manifest), build_stats
 
     def save(self, path: str | Path) -> Path:
-        """Write the folder. Files go to a temporary folder first and are swapped in whole, so a
-        crash mid-save leaves the previous index in place."""
+        """Write the folder, atomically: the files go to a new hidden folder beside ``path``, and
+        ``path`` becomes a symbolic link to it through one ``rename`` — readers see the old index
+        or the new one, never a mix, and a crash at any point leaves a loadable index.
+
+        (A ``path`` that is still a real folder, from an older toolsift, is moved aside first; if
+        a crash hits between the two renames, ``load`` finds the moved-aside copy.)"""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        link = target.with_name(f".{target.name}.link-{staging.name}")
         try:
             with open(staging / CATALOG, "wb") as handle:
                 handle.writelines(orjson.dumps(record) + b"\n" for record in self.catalog.to_records())  # keeps parameter order
@@ -134,14 +186,23 @@ class ToolIndex:
             (staging / MANIFEST).write_bytes(
                 orjson.dumps(asdict(self.manifest), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
             )
-            previous = target.with_name(f".{target.name}.previous")
-            if previous.exists():
-                shutil.rmtree(previous)
-            if target.exists():
+            _fsync_folder(staging)
+            os.chmod(staging, 0o755)
+            os.symlink(staging.name, link)
+            old = _resolved_version(target)
+            previous = _previous(target)
+            if target.exists() and not target.is_symlink():
+                if previous.exists():
+                    shutil.rmtree(previous)
                 os.rename(target, previous)
-            os.rename(staging, target)
+            os.replace(link, target)  # the atomic step
+            _fsync_dir(target.parent)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
             shutil.rmtree(previous, ignore_errors=True)
+            _remove_abandoned(target, keep=staging)
         except BaseException:
+            link.unlink(missing_ok=True)
             shutil.rmtree(staging, ignore_errors=True)
             raise
         return target
@@ -157,6 +218,8 @@ class ToolIndex:
         """Load a saved index, refusing one that does not match what the caller expects."""
         folder = Path(path)
         shown = str(folder)
+        if not folder.exists() and _previous(folder).is_dir():
+            folder = _previous(folder)  # a save was interrupted while moving an old-style folder aside
         for name in (MANIFEST, CATALOG, VECTORS):
             if not (folder / name).is_file():
                 raise IndexNotFound(shown, name)

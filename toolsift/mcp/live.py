@@ -98,6 +98,7 @@ class LiveCatalog:
         base: Catalog | None = None,
         debounce: float = 0.1,
         retry_delay: float = 1.0,
+        on_failure: Callable[[str], None] | None = None,
     ) -> None:
         names = [spec.name for spec in specs]
         if len(set(names)) != len(names):
@@ -113,6 +114,7 @@ class LiveCatalog:
         self._debounce = debounce
         self._retry_delay = retry_delay
         self._lock = anyio.Lock()
+        self._on_failure = on_failure
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -148,7 +150,10 @@ class LiveCatalog:
             try:
                 await self._fetch(state)
             except Exception as error:
-                raise ReloadFailed(f"server '{state.spec.name}': {_describe(error)}") from error
+                reason = f"server '{state.spec.name}': {_describe(error)}"
+                if self._on_failure is not None:
+                    self._on_failure(reason)
+                raise ReloadFailed(reason) from error
         return await self.rebuild("reload")
 
     def status(self) -> dict[str, Any]:
@@ -191,6 +196,8 @@ class LiveCatalog:
             except Exception as error:
                 self.last_error = _describe(error)
                 logger.error("rebuild after %s failed; the previous catalog keeps serving: %s", reason, self.last_error)
+                if self._on_failure is not None:
+                    self._on_failure(self.last_error)
                 raise ReloadFailed(self.last_error) from error
             before = set(self.router.catalog.names) if self.router else set()
             after = set(catalog.names)

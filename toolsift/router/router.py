@@ -107,6 +107,8 @@ class Router:
             else None
         )
         self._query_cache: OrderedDict[str, Vector] = OrderedDict()
+        self.query_cache_hits = 0
+        self.query_cache_misses = 0
         self._lock = threading.Lock()
         self.last_build: BuildStats | None = None
 
@@ -171,6 +173,8 @@ class Router:
                     self._query_cache.move_to_end(query)
                     found[query] = cached
         missing = list(dict.fromkeys(q for q in queries if q not in found))
+        self.query_cache_hits += len(queries) - len(missing)
+        self.query_cache_misses += len(missing)
         if missing:
             fresh = self.embedder.embed_queries(missing)
             with self._lock:
