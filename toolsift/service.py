@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import os
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,10 +22,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from toolsift._version import __version__
 from toolsift.catalog import fingerprint_tools, load_catalog
-from toolsift.embeddings import EmbeddingCache, get_embedder
+from toolsift.embeddings import Embedder, EmbeddingCache, get_embedder
 from toolsift.errors import AdminDisabled, NotReady, ToolsiftError, Unauthorized
 from toolsift.mcp import LiveCatalog, load_sources, router_builder
 from toolsift.observability import Metrics, ObservabilityMiddleware
@@ -210,10 +212,46 @@ def create_app(
                 yield
                 live.clear()
             return
-        if router is None:
-            logger.info("loading index from %s", settings.index_path)
-            holder.set(Router.load(settings.index_path, ranking=ranking))
-        yield
+        if router is not None:
+            yield
+            return
+        logger.info("loading index from %s", settings.index_path)
+        holder.set(Router.load(settings.index_path, ranking=ranking))
+        if settings.reload_interval <= 0:
+            yield
+            return
+        async with anyio.create_task_group() as group:
+            group.start_soon(watch_index_folder)
+            yield
+            group.cancel_scope.cancel()
+
+    def folder_version() -> tuple[str, float]:
+        manifest = settings.index_path / "manifest.json"
+        return os.path.realpath(settings.index_path), manifest.stat().st_mtime if manifest.exists() else 0.0
+
+    def load_index_folder(embedder: Embedder) -> Router:
+        return Router.load(settings.index_path, embedder, ranking=ranking)
+
+    async def watch_index_folder() -> None:
+        """Every worker follows the index folder: when `toolsift build` swaps in a new one, load it
+        and switch; a folder that fails to load is logged and the current index serves on."""
+        seen = folder_version()
+        while True:
+            await anyio.sleep(settings.reload_interval)
+            current = folder_version()
+            if current == seen:
+                continue
+            seen = current
+            previous = holder.get()
+            try:
+                loaded = await anyio.to_thread.run_sync(load_index_folder, previous.embedder)
+            except Exception:
+                metrics.reloads.labels("failed").inc()
+                logger.warning("the index folder changed but does not load; still serving the previous one", exc_info=True)
+                continue
+            holder.set(loaded)
+            metrics.reloads.labels("ok").inc()
+            logger.info("index folder changed: now serving catalog %s (%d tools)", loaded.catalog.fingerprint, len(loaded.catalog))
 
     def caller(
         authorization: Annotated[str | None, Header()] = None,
@@ -270,6 +308,19 @@ def create_app(
             status_code=error.status_code,
         )
 
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> Response:
+        messages = {
+            404: f"no such route: {request.url.path}. The API is POST /route, GET /tools, GET /healthz; docs at /docs",
+            405: f"{request.method} is not allowed on {request.url.path}; see /docs for the methods each route takes",
+        }
+        return JSONBytes(
+            {"error": {"type": type(error).__name__ if error.status_code not in messages else
+                       {404: "NotFound", 405: "MethodNotAllowed"}[error.status_code],
+                       "message": messages.get(error.status_code, str(error.detail))}},
+            status_code=error.status_code, headers=getattr(error, "headers", None),
+        )
+
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, error: RequestValidationError) -> Response:
         problems = [
@@ -310,7 +361,7 @@ def create_app(
     def tools(
         tag: Annotated[list[str] | None, Query(description="Only tools with any of these tags")] = None,
         format: Format = "toolsift",
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Annotated[int, Query(ge=0, le=100_000_000)] = 0,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
         tenant: TenantSpec | None = by_caller,
     ) -> dict[str, Any]:

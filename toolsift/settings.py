@@ -35,6 +35,8 @@ class Settings:
     log_level: str = "info"
     log_format: str = "json"
     """json: one JSON object a line (structured logs); text: plain lines."""
+    reload_interval: float = 2.0
+    """Seconds between checks of the index folder; a new build there is loaded (0 turns it off)."""
     max_request_bytes: int = 65_536
     """Larger request bodies get 413 before they are read."""
     session_cap: int = 64
@@ -48,6 +50,12 @@ class Settings:
     """A YAML/JSON file of tenants: API keys and the tools each may see (see toolsift.tenants)."""
     mcp_servers: Path | None = None
     """A YAML/JSON file listing MCP servers whose tools make up the catalog (live catalog)."""
+
+    def __post_init__(self) -> None:
+        for name in ("index_path", "catalog_path", "cache_dir", "tenants", "mcp_servers"):
+            value = getattr(self, name)
+            if isinstance(value, str):  # accept strings from Python callers too
+                object.__setattr__(self, name, Path(value))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -77,6 +85,7 @@ _CASTS: dict[str, Callable[[str], Any]] = {
     "lexical_weight": float,
     "session_cap": int,
     "max_request_bytes": int,
+    "reload_interval": float,
     "max_sessions": int,
     "session_ttl": float,
     "mcp_servers": Path,
