@@ -231,6 +231,8 @@ def test_service_serves_a_live_catalog_with_admin_reload(live_files: tuple[Path,
         admin = {"Authorization": "Bearer s3cret"}
         status = client.get("/admin/status", headers=admin).json()
         assert status["live"]["servers"]["fixture"]["tools"] == 3
+        edit = client.post("/admin/tools", json={"tools": [TOOLS[0]]}, headers=admin)
+        assert edit.status_code == 409 and "MCP servers" in edit.json()["error"]["message"]
 
         write_tools(tools_file, CHANGED)
         deadline = time.monotonic() + 60

@@ -141,3 +141,32 @@ def test_json_log_lines_carry_extra_fields() -> None:
     entry = json.loads(JsonFormatter().format(record))
     assert entry["msg"] == "POST /route 200" and entry["status"] == 200 and entry["ms"] == 12.5
     assert entry["level"] == "info" and entry["logger"] == "toolsift.access" and entry["ts"].endswith("+00:00")
+
+
+def test_admin_catalog_changes_are_persisted_and_guarded(tmp_path: Path, tiny_router: Router) -> None:
+    folder = tiny_router.save(tmp_path / "index")
+    admin = {"Authorization": "Bearer admin-token-0123456789"}
+    settings = Settings(index_path=folder, admin_token="admin-token-0123456789", reload_interval=0)
+    new_tool = {"name": "translate_text", "description": "Translate text into another language.", "tags": ["text"]}
+    with TestClient(create_app(settings=settings)) as client:
+        assert client.post("/admin/tools", json={"tools": [new_tool]}).status_code == 401
+        added = client.post("/admin/tools", json={"tools": [new_tool]}, headers=admin)
+        assert added.status_code == 200, added.text
+        assert added.json()["added"] == ["translate_text"] and added.json()["embedded"] == 1
+        assert added.json()["reused"] == 8  # the other tools kept their vectors
+        assert "translate_text" in {t["name"] for t in client.get("/tools").json()["tools"]}
+        edited = client.post(
+            "/admin/tools", headers=admin,
+            json={"tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather now."}}]},
+        ).json()
+        assert edited["changed"] == ["get_weather"] and edited["embedded"] == 1
+        removed = client.delete("/admin/tools/send_email", headers=admin).json()
+        assert removed["removed"] == ["send_email"] and removed["tools"] == 8
+        bad = client.post("/admin/tools", json={"tools": [{"name": "x", "parameters": {"type": "string"}}]}, headers=admin)
+        assert bad.status_code == 400 and "POST /admin/tools" in bad.json()["error"]["message"]
+        missing = client.delete("/admin/tools/nope", headers=admin)
+        assert missing.status_code == 400 and "no tool named 'nope'" in missing.json()["error"]["message"]
+        assert client.get("/healthz").json()["tools"] == 8  # the failed edits changed nothing
+    saved = Router.load(folder).catalog  # persisted in the folder, for the other workers and restarts
+    assert "translate_text" in saved and "send_email" not in saved
+    assert saved.get("get_weather").description == "Weather now."  # type: ignore[union-attr]

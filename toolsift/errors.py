@@ -138,6 +138,18 @@ class Unauthorized(ToolsiftError):
         super().__init__("missing or wrong admin token: send 'Authorization: Bearer <TOOLSIFT_ADMIN_TOKEN>'")
 
 
+class CatalogManagedElsewhere(ToolsiftError):
+    """A catalog edit was sent to a service whose catalog comes from MCP servers."""
+
+    status_code = 409
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this catalog comes from MCP servers (--mcp-servers): change the tools on those servers "
+            "(toolsift follows them), or POST /admin/reload"
+        )
+
+
 class NotReady(ToolsiftError):
     """The service has no index loaded yet."""
 

@@ -10,7 +10,7 @@ import hmac
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -25,9 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from toolsift._version import __version__
-from toolsift.catalog import fingerprint_tools, load_catalog
+from toolsift.catalog import Catalog, fingerprint_tools, load_catalog, parse_catalog
 from toolsift.embeddings import Embedder, EmbeddingCache, get_embedder
-from toolsift.errors import AdminDisabled, NotReady, ToolsiftError, Unauthorized
+from toolsift.errors import AdminDisabled, CatalogManagedElsewhere, NotReady, ToolsiftError, Unauthorized, UnknownTool
 from toolsift.mcp import LiveCatalog, load_sources, router_builder
 from toolsift.observability import Metrics, ObservabilityMiddleware
 from toolsift.router import (
@@ -123,6 +123,13 @@ class MatchOut(BaseModel):
     rank: int
     similarity: float = Field(description="Cosine similarity between query and tool")
     lexical: float = Field(description="BM25 score over the tool text, scaled to [0, 1] per query")
+
+
+class ToolsIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tools: list[dict[str, Any]] = Field(min_length=1, max_length=1000, description="Tool definitions, any dialect")
+    dialect: Literal["auto", "toolsift", "openai", "anthropic", "mcp"] = "auto"
 
 
 class SessionOut(BaseModel):
@@ -229,19 +236,48 @@ def create_app(
         manifest = settings.index_path / "manifest.json"
         return os.path.realpath(settings.index_path), manifest.stat().st_mtime if manifest.exists() else 0.0
 
+    folder_seen: list[tuple[str, float]] = [("", 0.0)]  # the folder version this worker serves
+    edit_lock = anyio.Lock()
+
+    async def change_catalog(change: Callable[[Catalog], Catalog]) -> dict[str, Any]:
+        """Apply an admin change: build beside the serving router (re-embedding only what changed),
+        save it to the index folder (other workers follow), then swap. Any failure: nothing changes."""
+        if live:
+            raise CatalogManagedElsewhere()
+        async with edit_lock:
+            current = holder.get()
+            catalog = change(current.catalog)
+            updated = await anyio.to_thread.run_sync(current.rebuilt, catalog)
+            if router is None:  # serving the index folder: persist, atomically
+                await anyio.to_thread.run_sync(updated.save, settings.index_path)
+                folder_seen[0] = folder_version()
+            holder.set(updated)
+            metrics.reloads.labels("ok").inc()
+        before, after = set(current.catalog.names), set(catalog.names)
+        stats = updated.last_build
+        return {
+            "tools": len(catalog),
+            "catalog_fingerprint": catalog.fingerprint,
+            "added": sorted(after - before),
+            "removed": sorted(before - after),
+            "changed": sorted(n for n in before & after if current.catalog.get(n) != catalog.get(n)),
+            "embedded": stats.embedded if stats else None,
+            "reused": stats.reused if stats else None,
+        }
+
     def load_index_folder(embedder: Embedder) -> Router:
         return Router.load(settings.index_path, embedder, ranking=ranking)
 
     async def watch_index_folder() -> None:
         """Every worker follows the index folder: when `toolsift build` swaps in a new one, load it
         and switch; a folder that fails to load is logged and the current index serves on."""
-        seen = folder_version()
+        folder_seen[0] = folder_version()
         while True:
             await anyio.sleep(settings.reload_interval)
             current = folder_version()
-            if current == seen:
+            if current == folder_seen[0]:
                 continue
-            seen = current
+            folder_seen[0] = current
             previous = holder.get()
             try:
                 loaded = await anyio.to_thread.run_sync(load_index_folder, previous.embedder)
@@ -381,6 +417,27 @@ def create_app(
             "tags": current.tag_index.visible_tags(scope),
             "catalog_fingerprint": catalog.fingerprint if scope is None else fingerprint_tools(visible),
         }
+
+    @app.post("/admin/tools", summary="Add or replace tools (admin token)", dependencies=[Depends(require_admin)])
+    async def upsert_tools(change: ToolsIn) -> dict[str, Any]:
+        """Tools with a new name are added at the end; a tool with an existing name replaces it."""
+        incoming = parse_catalog(change.tools, source="POST /admin/tools", dialect=change.dialect)
+
+        def apply(catalog: Catalog) -> Catalog:
+            replaced = {tool.name: tool for tool in incoming}
+            merged = [replaced.pop(tool.name, tool) for tool in catalog]
+            return Catalog([*merged, *replaced.values()], source=catalog.source)
+
+        return await change_catalog(apply)
+
+    @app.delete("/admin/tools/{name}", summary="Remove a tool (admin token)", dependencies=[Depends(require_admin)])
+    async def delete_tool(name: str) -> dict[str, Any]:
+        def apply(catalog: Catalog) -> Catalog:
+            if name not in catalog:
+                raise UnknownTool(name, catalog.names, field="name")
+            return Catalog([tool for tool in catalog if tool.name != name], source=catalog.source)
+
+        return await change_catalog(apply)
 
     @app.post("/admin/reload", summary="Reload the catalog (admin token)", dependencies=[Depends(require_admin)])
     async def reload(server: Annotated[str | None, Query(description="Only this MCP server")] = None) -> dict[str, Any]:
