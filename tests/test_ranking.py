@@ -47,7 +47,30 @@ def test_lexical_part_breaks_dense_ties(constant_router: Router) -> None:
     assert result.names[0] == "refund_payment"
     top = result.matches[0]
     assert top.similarity == pytest.approx(1.0) and top.lexical == pytest.approx(1.0)
-    assert top.score == pytest.approx(top.similarity + 0.15 * top.lexical)
+    # score = z(cosine) + 0.5 * z(bm25), each standardised over the catalog for this query
+    assert constant_router.lexical is not None
+    bm25 = constant_router.lexical.scores("please refund this payment")
+    expected_lexical = 0.5 * (bm25[2] - bm25.mean()) / bm25.std()
+    assert top.dense_part == pytest.approx(0.0, abs=1e-4)  # every cosine is equal: no dense evidence
+    assert top.lexical_part == pytest.approx(expected_lexical, rel=1e-4)
+    assert top.score == pytest.approx(top.dense_part + top.lexical_part, abs=1e-5)
+
+
+def test_dense_part_is_the_cosine_standardised_over_the_catalog(tiny_router: Router) -> None:
+    vectors = tiny_router.index.vectors.vectors(np.arange(len(tiny_router.catalog)))
+    query = tiny_router.embedder.embed_queries(["weather forecast"])[0]
+    cosines = vectors @ query
+    result = tiny_router.route("weather forecast", k=3)
+    for match in result.matches:
+        cosine = cosines[tiny_router.catalog.position(match.name)]
+        assert match.dense_part == pytest.approx((cosine - cosines.mean()) / cosines.std(), rel=1e-3, abs=1e-4)
+    # with tag rules, the statistics are those of the allowed tools
+    ruled = tiny_router.route("weather forecast", k=2, rules=TagRules.parse(any_of=["read"]))
+    allowed = [tiny_router.catalog.position(t.name) for t in tiny_router.catalog if "read" in t.tags]
+    subset = cosines[allowed]
+    top = ruled.matches[0]
+    expected = (cosines[tiny_router.catalog.position(top.name)] - subset.mean()) / subset.std()
+    assert top.dense_part == pytest.approx(expected, rel=1e-3, abs=1e-4)
 
 
 def test_identifier_words_and_korean_bigrams_are_matched(constant_router: Router) -> None:

@@ -104,7 +104,7 @@ def build(catalog: Path | None, out: Path | None, model: str | None, kind: str |
 @click.option("--access", type=click.Choice(ACCESS_POLICIES), default="any", show_default=True, help="read_only / non_destructive: only tools whose MCP annotations allow it.")
 @click.option("--pin", "pinned", multiple=True, help="A tool to include whatever the query (repeatable); not counted in k.")
 @click.option("--min-score", type=float, help="Drop tools whose ranking score is below this.")
-@click.option("--lexical-weight", type=click.FloatRange(0, 10), help="Weight of the BM25 part of the score; 0 = dense only [default: 0.15].")
+@click.option("--lexical-weight", type=click.FloatRange(0, 10), help="Weight of the standardised BM25 part of the score; 0 = dense only [default: 0.5].")
 @click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), help="Print the tool definitions in this form, as JSON.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
 def route(query: str, index_path: Path | None, k: int, tags: str | None, all_tags: str | None, exclude_tags: str | None, access: Access, pinned: tuple[str, ...], min_score: float | None, lexical_weight: float | None, output_format: str | None, as_json: bool) -> None:
@@ -129,7 +129,7 @@ def route(query: str, index_path: Path | None, k: int, tags: str | None, all_tag
     width = max(len(m.name) for m in result.matches)
     for match in result.matches:
         click.echo(
-            f"{match.rank:>3}  {match.score:6.3f} (cos {match.similarity:5.3f} + bm25 {match.lexical:4.2f})  "
+            f"{match.rank:>3}  {match.score:6.2f} (dense {match.dense_part:5.2f} + lexical {match.lexical_part:5.2f})  "
             f"{match.name:<{width}}  {match.tool.description}"
         )
     click.echo(f"subset {result.fingerprint[:23]}  ({result.eligible} eligible, {result.took_ms:.1f} ms)")

@@ -84,7 +84,7 @@ class RouteRequest(BaseModel):
     )
     format: Format = Field(default="toolsift", description="Shape of the returned tool definitions")
     min_score: float | None = Field(
-        default=None, ge=-1.0, le=11.0, description="Drop tools whose ranking score is below this"
+        default=None, ge=-100.0, le=100.0, description="Drop tools whose ranking score (in standard deviations) is below this"
     )
     access: Access = Field(
         default="any",
@@ -119,10 +119,12 @@ class RouteRequest(BaseModel):
 
 class MatchOut(BaseModel):
     name: str
-    score: float = Field(description="Ranking score: similarity plus the weighted lexical part")
+    score: float = Field(description="Ranking score, in standard deviations: dense_part + lexical_part")
     rank: int
     similarity: float = Field(description="Cosine similarity between query and tool")
     lexical: float = Field(description="BM25 score over the tool text, scaled to [0, 1] per query")
+    dense_part: float = Field(description="The cosine standardised over the catalog for this query")
+    lexical_part: float = Field(description="BM25 standardised likewise, times the lexical weight")
 
 
 class ToolsIn(BaseModel):

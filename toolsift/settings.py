@@ -31,7 +31,7 @@ class Settings:
     cache_dir: Path | None = field(default_factory=_default_cache_dir)
     host: str = "127.0.0.1"
     port: int = 8000
-    lexical_weight: float = 0.15
+    lexical_weight: float = 0.5
     log_level: str = "info"
     log_format: str = "json"
     """json: one JSON object a line (structured logs); text: plain lines."""

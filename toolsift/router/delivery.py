@@ -37,6 +37,8 @@ def match_record(match: Match) -> dict[str, Any]:
         "rank": match.rank,
         "similarity": match.similarity,
         "lexical": match.lexical,
+        "dense_part": match.dense_part,
+        "lexical_part": match.lexical_part,
     }
 
 

@@ -24,7 +24,7 @@ from toolsift.errors import IndexMismatch, InvalidQuery, UnknownTool
 from toolsift.index import BuildStats, IndexKind, ToolIndex
 from toolsift.index.lexical import LexicalIndex, word_and_cjk_tokens
 from toolsift.router.formats import OutputFormat, format_tool
-from toolsift.router.ranking import RankingConfig, rank
+from toolsift.router.ranking import DenseMoments, RankingConfig, rank
 from toolsift.router.rules import TagIndex, TagRules
 from toolsift.types import IdArray, Vector
 
@@ -39,14 +39,17 @@ QUERY_CACHE_SIZE = 2048
 class Match:
     """One selected tool and its rank (1 = best).
 
-    ``score`` orders the tools: ``similarity`` (cosine) plus the weighted ``lexical`` part
-    (BM25 over the tool text, scaled to [0, 1] per query)."""
+    ``score`` orders the tools: ``dense_part`` (the cosine, standardised over the catalog for
+    this query) plus ``lexical_part`` (BM25, standardised likewise, times the lexical weight).
+    ``similarity`` is the raw cosine and ``lexical`` the BM25 score over the best one (0 to 1)."""
 
     tool: Tool
     score: float
     rank: int
     similarity: float = 0.0
     lexical: float = 0.0
+    dense_part: float = 0.0
+    lexical_part: float = 0.0
 
     @property
     def name(self) -> str:
@@ -106,6 +109,7 @@ class Router:
             if self.ranking.lexical_weight > 0 and len(index.catalog)
             else None
         )
+        self.moments = DenseMoments.of(index.vectors, len(index.catalog)) if len(index.catalog) else None
         self._query_cache: OrderedDict[str, Vector] = OrderedDict()
         self.query_cache_hits = 0
         self.query_cache_misses = 0
@@ -230,17 +234,20 @@ class Router:
         for query, vector in zip(checked, vectors, strict=True):
             matches: list[Match] = []
             if vector is not None:
-                ranked = rank(vector, query, k, allowed, self.index.vectors, self.lexical, self.ranking)
+                ranked = rank(
+                    vector, query, k, allowed, self.index.vectors, self.lexical, self.ranking, self.moments
+                )
                 rows = zip(
                     ranked.ids.tolist(), ranked.scores.tolist(), ranked.similarity.tolist(), ranked.lexical.tolist(),
-                    strict=True,
+                    ranked.dense_part.tolist(), ranked.lexical_part.tolist(), strict=True,
                 )
-                for position, (tool_id, score, similarity, lexical) in enumerate(rows, start=1):
+                for position, (tool_id, score, similarity, lexical, dense_part, lexical_part) in enumerate(rows, 1):
                     if min_score is not None and score < min_score:
                         break
-                    matches.append(
-                        Match(self.catalog[int(tool_id)], round(score, 6), position, round(similarity, 6), round(lexical, 6))
-                    )
+                    matches.append(Match(
+                        self.catalog[int(tool_id)], round(score, 6), position, round(similarity, 6),
+                        round(lexical, 6), round(dense_part, 6), round(lexical_part, 6),
+                    ))
             results.append(
                 RouteResult(
                     query=query,
