@@ -123,3 +123,36 @@ def test_multilingual_e5_loads_offline_and_reads_korean() -> None:
     np.testing.assert_allclose(np.linalg.norm(docs, axis=1), 1.0, rtol=1e-5)
     scores = docs @ query
     assert scores[0] > scores[1]
+
+
+def test_ensemble_vectors_average_the_models_cosines() -> None:
+    from toolsift.embeddings import get_embedder
+    from toolsift.embeddings.ensemble import EnsembleEmbedder
+
+    first, second = HashingEmbedder(32), HashingEmbedder(16)
+    ensemble = get_embedder("hashing-32+hashing-16")
+    assert isinstance(ensemble, EnsembleEmbedder)
+    assert ensemble.name == "hashing-32+hashing-16" and ensemble.dimension == 48
+    assert ensemble.segments == [(0, 32), (32, 48)]
+    docs = ["send an email", "weather forecast", "delete a file"]
+    joined = ensemble.embed_documents(docs)
+    query = ensemble.embed_queries(["email my boss"])[0]
+    expected = (first.embed_documents(docs) @ first.embed_queries(["email my boss"])[0]
+                + second.embed_documents(docs) @ second.embed_queries(["email my boss"])[0]) / 2
+    assert np.allclose(joined @ query, expected, atol=1e-5)
+    assert np.allclose(np.linalg.norm(joined, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.model
+def test_ensemble_of_the_real_models_routes_korean_and_english() -> None:
+    from toolsift import Router, load_catalog
+    from toolsift.embeddings import get_embedder
+    from toolsift.settings import BUNDLED_CATALOG
+
+    ensemble = get_embedder("all-MiniLM-L6-v2+multilingual-e5-small")
+    router = Router.build(load_catalog(BUNDLED_CATALOG), ensemble)
+    assert router.index.manifest.model == "all-MiniLM-L6-v2+multilingual-e5-small"
+    assert router.route("내일 부산 날씨 알려줘", k=1).names == ["get_current_weather"]  # Korean: e5's part carries it
+    assert router.route("환율 알려줘", k=1).names == ["get_exchange_rate"]
+    assert "send_email" in router.route("email the report to Dana", k=3).names
+    assert router.route("what is the weather in Paris", k=1).names == ["get_current_weather"]

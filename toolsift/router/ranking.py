@@ -21,6 +21,7 @@ against the former ``cosine + 0.15 * bm25 / max bm25``: metatool 0.760 -> 0.753,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,11 +71,6 @@ class DenseMoments:
         count = max(count, 1)
         return cls((total / count).astype(np.float32), (second / count).astype(np.float32))
 
-    def spread(self, vector: Vector) -> tuple[float, float]:
-        mean = float(vector @ self.mean)
-        variance = float(vector @ self.second @ vector) - mean * mean
-        return mean, float(np.sqrt(max(variance, 1e-12)))
-
 
 @dataclass(frozen=True)
 class Ranked:
@@ -98,15 +94,18 @@ def rank(
     lexical: LexicalIndex | None,
     config: RankingConfig,
     moments: DenseMoments | None = None,
+    segments: Sequence[tuple[int, int]] | None = None,
 ) -> Ranked:
-    """The best ``k`` tools among ``allowed`` (all when None), best first; ties go to the lower id."""
+    """The best ``k`` tools among ``allowed`` (all when None), best first; ties go to the lower id.
+
+    ``segments``: for an ensemble embedder, where each model's part of the vectors lies; each
+    model's cosine is then standardised on its own and the results summed."""
     pool = max(k, config.candidates)
     dense_scores, dense_ids = dense.search(vector, pool, allowed)
     if lexical is None or config.lexical_weight == 0:
         ids, similarity = dense_ids[:k], dense_scores[:k]
         zeros = np.zeros(len(ids), dtype=np.float32)
-        dense_mean, dense_std = _dense_spread(vector, allowed, dense, moments) if len(ids) else (0.0, 1.0)
-        standardised = ((similarity - dense_mean) / dense_std).astype(np.float32)
+        standardised = _standardised(dense.vectors(ids), vector, allowed, dense, moments, segments) if len(ids) else similarity
         return Ranked(ids, standardised, similarity, zeros, standardised, zeros)
     all_lexical = lexical.scores(query)  # every tool, once per query; the top-N below reuses it
     lexical_scores, lexical_ids = best_positive(all_lexical, pool, allowed)
@@ -115,11 +114,11 @@ def rank(
     if not len(candidates):
         empty = np.empty(0, dtype=np.float32)
         return Ranked(candidates, empty, empty, empty, empty, empty)
-    similarity = (dense.vectors(candidates) @ vector).astype(np.float32)
-    dense_mean, dense_std = _dense_spread(vector, allowed, dense, moments)
+    candidate_vectors = dense.vectors(candidates)
+    similarity = (candidate_vectors @ vector).astype(np.float32)
+    dense_part = _standardised(candidate_vectors, vector, allowed, dense, moments, segments)
     eligible_lexical = all_lexical if allowed is None else all_lexical[allowed]
     lexical_std = float(eligible_lexical.std())
-    dense_part = ((similarity - dense_mean) / dense_std).astype(np.float32)
     if lexical_std > 0:
         lexical_z = (all_lexical[candidates] - float(eligible_lexical.mean())) / lexical_std
     else:
@@ -133,12 +132,33 @@ def rank(
     )
 
 
-def _dense_spread(
-    vector: Vector, allowed: IdArray | None, dense: FaissIndex, moments: DenseMoments | None
-) -> tuple[float, float]:
+def _standardised(
+    candidates: Matrix,
+    vector: Vector,
+    allowed: IdArray | None,
+    dense: FaissIndex,
+    moments: DenseMoments | None,
+    segments: Sequence[tuple[int, int]] | None,
+) -> np.ndarray:
+    """Sum over the embedder's segments of each segment's cosine, standardised over the eligible
+    tools (exactly for small tag-ruled sets, from the catalog's moments otherwise)."""
+    parts = segments or [(0, vector.shape[0])]
+    eligible: Matrix | None = None
     if allowed is not None and (len(allowed) <= EXACT_STATS_UP_TO or moments is None):
-        cosines = dense.vectors(allowed) @ vector if len(allowed) else np.zeros(1)
-        return float(cosines.mean()), max(float(cosines.std()), 1e-6)
-    if moments is None:
+        eligible = dense.vectors(allowed) if len(allowed) else np.zeros((1, vector.shape[0]), np.float32)
+    elif moments is None:
         moments = DenseMoments.of(dense, len(dense))
-    return moments.spread(vector)
+    total = np.zeros(candidates.shape[0], dtype=np.float32)
+    for start, end in parts:
+        query = vector[start:end]
+        scores = candidates[:, start:end] @ query
+        if eligible is not None:
+            reference = eligible[:, start:end] @ query
+            mean, std = float(reference.mean()), float(reference.std())
+        else:
+            assert moments is not None
+            mean = float(query @ moments.mean[start:end])
+            variance = float(query @ moments.second[start:end, start:end] @ query) - mean * mean
+            std = float(np.sqrt(max(variance, 0.0)))
+        total += ((scores - mean) / max(std, 1e-6)).astype(np.float32)
+    return total

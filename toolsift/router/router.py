@@ -235,7 +235,8 @@ class Router:
             matches: list[Match] = []
             if vector is not None:
                 ranked = rank(
-                    vector, query, k, allowed, self.index.vectors, self.lexical, self.ranking, self.moments
+                    vector, query, k, allowed, self.index.vectors, self.lexical, self.ranking, self.moments,
+                    getattr(self.embedder, "segments", None),
                 )
                 rows = zip(
                     ranked.ids.tolist(), ranked.scores.tolist(), ranked.similarity.tolist(), ranked.lexical.tolist(),
