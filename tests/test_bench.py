@@ -173,3 +173,29 @@ def test_sessions_bench_command_with_the_real_model(tmp_path: Path, tiny_dataset
     assert "| tiny | sticky | 100.0% |" in result.output
     document = json.loads(out.read_text())
     assert document["schema"] == "toolsift-sessions/1" and document["results"][0]["turns"] == 3
+
+
+def test_abstention_curve_on_a_tiny_dataset(tiny_dataset: Path) -> None:
+    from toolsift.bench.abstention import abstention_table, run_abstention
+    from toolsift.embeddings import HashingEmbedder
+    from toolsift.router import Router
+
+    dataset = load_dataset(tiny_dataset / "tools.jsonl", tiny_dataset / "queries.jsonl")
+    router = Router.build(dataset.catalog, HashingEmbedder(64))
+    result = run_abstention(dataset, router, k=8, thresholds=(-1000.0, 1000.0))
+    low, high = result["rows"]
+    # k covers the whole catalog: every answerable query finds its tool; the no-tool one never can
+    assert result["answerable_hit"] == 1.0 and low["recall_kept"] == 1.0 and low["abstained"] == 0.0
+    assert high["recall_kept"] == 0.0 and high["abstained"] == 1.0  # a threshold no score reaches
+    assert "| tiny | 4 |" in abstention_table([result])
+
+
+@pytest.mark.model
+def test_abstention_bench_command(tmp_path: Path, tiny_dataset: Path) -> None:
+    out = tmp_path / "abstention.json"
+    result = CliRunner().invoke(main, ["abstention-bench", "--dataset", str(tiny_dataset), "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    document = json.loads(out.read_text())
+    rows = document["results"][0]["rows"]
+    assert document["schema"] == "toolsift-abstention/1" and len(rows) >= 5
+    assert all(a["recall_kept"] >= b["recall_kept"] and a["abstained"] <= b["abstained"] for a, b in zip(rows, rows[1:]))

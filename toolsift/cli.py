@@ -309,6 +309,37 @@ def bench(tools: Path | None, queries: Path | None, dataset_dirs: tuple[Path, ..
         click.echo(f"wrote {write_accuracy_report(report_dir, results, cutoffs, command)}")
 
 
+@main.command("abstention-bench")
+@click.option("--dataset", "dataset_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False), help="A dataset folder holding tools.jsonl and queries.jsonl (repeatable).")
+@click.option("--datasets", "datasets_root", type=click.Path(path_type=Path, file_okay=False), help="Run every dataset folder under this one.")
+@click.option("--limit", type=click.IntRange(1, 1_000_000), default=500, show_default=True, help="Seeded sample of queries per dataset.")
+@click.option("-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True)
+@click.option("--model", help="Embedding model [default: all-MiniLM-L6-v2].")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write the figures here as JSON.")
+def abstention_bench(dataset_dirs: tuple[Path, ...], datasets_root: Path | None, limit: int, k: int, model: str | None, json_path: Path | None) -> None:
+    """Measure what a min_score threshold keeps of answerable queries and abstains on when no tool fits."""
+    from toolsift.bench.abstention import abstention_table, run_abstention
+    from toolsift.bench.datasets import find_datasets, load_dataset
+    from toolsift.bench.runner import write_json
+    from toolsift.embeddings import get_embedder
+
+    folders = list(dataset_dirs) + (find_datasets(datasets_root) if datasets_root else [])
+    if not folders:
+        raise click.UsageError("say what to run: --dataset DIR or --datasets ROOT")
+    settings = Settings.from_env(None, model=model)
+    embedder = get_embedder(settings.model)
+    results = []
+    for folder in folders:
+        dataset = load_dataset(folder / "tools.jsonl", folder / "queries.jsonl").sample(limit)
+        router = Router.build(dataset.catalog, embedder, cache=_open_cache(settings, False))
+        results.append(run_abstention(dataset, router, k))
+    click.echo(abstention_table(results))
+    if json_path:
+        command = "toolsift abstention-bench " + " ".join(sys.argv[2:])
+        write_json(json_path, {"schema": "toolsift-abstention/1", "model": embedder.name, "command": command, "results": results})
+        click.echo(f"wrote {json_path}")
+
+
 @main.command("sessions-bench")
 @click.option("--dataset", "dataset_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False), help="A dataset folder holding tools.jsonl and queries.jsonl (repeatable).")
 @click.option("--datasets", "datasets_root", type=click.Path(path_type=Path, file_okay=False), help="Run every dataset folder under this one.")
