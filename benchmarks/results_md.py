@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from toolsift.bench.abstention import abstention_table
 from toolsift.bench.accuracy import DatasetResult
 from toolsift.bench.report import accuracy_tables, performance_tables
 from toolsift.bench.sessions import sessions_table
@@ -96,10 +97,27 @@ def main(accuracy_path: str, performance_path: str, *others: str) -> str:
     ])
 
 
+def abstention_section(document: dict[str, Any]) -> str:
+    return "\n".join([
+        "## Abstention: min_score when no tool fits",
+        "",
+        f"Command: `{document['command']}`",
+        "",
+        "Each sampled query is routed twice: against the whole catalog (answerable) and with its relevant "
+        "tools taken out of reach (no tool fits, by construction; their near-duplicates stay, so this is a "
+        f"hard case). For each `min_score` (in standard deviations), the hit rate at {document['results'][0]['k']} "
+        "kept on answerable queries, and the share of no-tool queries that return nothing.",
+        "",
+        abstention_table(document["results"]),
+    ])
+
+
 def _other_section(path: str) -> str:
     document = json.loads(Path(path).read_text())
     if document.get("schema") == "toolsift-sessions/1":
         return sessions_section(document)
+    if document.get("schema") == "toolsift-abstention/1":
+        return abstention_section(document)
     return other_model_section(path)
 
 
