@@ -134,6 +134,7 @@ def test_ensemble_vectors_average_the_models_cosines() -> None:
     assert isinstance(ensemble, EnsembleEmbedder)
     assert ensemble.name == "hashing-32+hashing-16" and ensemble.dimension == 48
     assert ensemble.segments == [(0, 32), (32, 48)]
+    assert EmbedderWrapper(ensemble).segments == [(0, 32), (32, 48)]  # wrappers (the benchmark's) keep them
     docs = ["send an email", "weather forecast", "delete a file"]
     joined = ensemble.embed_documents(docs)
     query = ensemble.embed_queries(["email my boss"])[0]

@@ -55,6 +55,11 @@ class EmbedderWrapper:
     def dimension(self) -> int:
         return self.inner.dimension
 
+    @property
+    def segments(self) -> list[tuple[int, int]] | None:
+        """Where each model's part of the vectors lies, for an ensemble (None otherwise)."""
+        return getattr(self.inner, "segments", None)
+
     def embed_documents(self, texts: Sequence[str], *, progress: bool = False) -> Matrix:
         return self.inner.embed_documents(texts, progress=progress)
 
