@@ -198,4 +198,4 @@ def test_abstention_bench_command(tmp_path: Path, tiny_dataset: Path) -> None:
     document = json.loads(out.read_text())
     rows = document["results"][0]["rows"]
     assert document["schema"] == "toolsift-abstention/1" and len(rows) >= 5
-    assert all(a["recall_kept"] >= b["recall_kept"] and a["abstained"] <= b["abstained"] for a, b in zip(rows, rows[1:]))
+    assert all(a["recall_kept"] >= b["recall_kept"] and a["abstained"] <= b["abstained"] for a, b in zip(rows, rows[1:], strict=False))
