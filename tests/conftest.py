@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from toolsift import Catalog, Router
@@ -77,3 +81,23 @@ def bundled_router(bundled_index: Path, real_embedder: Embedder) -> Router:
 @pytest.fixture
 def cache_path(tmp_path: Path) -> Iterator[Path]:
     yield tmp_path / "cache" / "embeddings.sqlite"
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now, for a server started by a test."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_until_serving(url: str, process: subprocess.Popen[Any], seconds: float = 180) -> None:
+    """Wait for ``url``/healthz to answer 200, failing if the process dies or time runs out."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert process.poll() is None and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.2)

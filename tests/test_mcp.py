@@ -27,6 +27,8 @@ from toolsift.mcp.server import create_mcp_server
 from toolsift.service import create_app
 from toolsift.settings import Settings
 
+from conftest import free_port
+
 FIXTURE_SERVER = Path(__file__).parent / "fixtures" / "mcp_tool_server.py"
 
 TOOLS: list[dict[str, Any]] = [
@@ -78,10 +80,6 @@ async def wait_for(condition: Callable[[], bool], seconds: float = 60) -> None:
             await anyio.sleep(0.05)
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 # -- the servers file and tool conversion --------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -23,23 +22,7 @@ from toolsift.observability import JsonFormatter
 from toolsift.service import create_app
 from toolsift.settings import Settings
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def wait_until_serving(url: str, process: subprocess.Popen[bytes], seconds: float = 180) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        assert process.poll() is None and time.monotonic() < deadline, "toolsift serve did not start"
-        time.sleep(0.3)
+from conftest import free_port, wait_until_serving
 
 
 @pytest.mark.model

@@ -110,11 +110,7 @@ class RouteRequest(BaseModel):
     )
 
     def rules(self) -> TagRules:
-        if self.tags is None:
-            return TagRules(access=self.access)
-        if isinstance(self.tags, list):
-            return TagRules.parse(any_of=self.tags, access=self.access)
-        return TagRules.parse(self.tags.any, self.tags.all, self.tags.exclude, access=self.access)
+        return TagRules.from_spec(self.tags, self.access)
 
 
 class MatchOut(BaseModel):

@@ -25,10 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from toolsift.catalog.loader import read_document
 from toolsift.errors import CatalogError, ToolsiftError
 from toolsift.router import Access, Router, TagRules
 from toolsift.types import IdArray
@@ -72,11 +71,7 @@ class TenantSpec(BaseModel):
         return hashlib.sha256(self.key.encode()).digest()
 
     def rules(self) -> TagRules:
-        if self.tags is None:
-            return TagRules(access=self.access)
-        if isinstance(self.tags, list):
-            return TagRules.parse(any_of=self.tags, access=self.access)
-        return TagRules.parse(self.tags.any, self.tags.all, self.tags.exclude, access=self.access)
+        return TagRules.from_spec(self.tags, self.access)
 
 
 @dataclass
@@ -131,12 +126,5 @@ def parse_tenants(document: Any, source: str = "<data>") -> Tenants:
 
 
 def load_tenants(path: str | Path) -> Tenants:
-    file = Path(path)
-    if not file.is_file():
-        raise CatalogError("file not found", source=str(file), fix="Pass the path of your tenants file")
-    raw = file.read_bytes()
-    try:
-        document = orjson.loads(raw) if file.suffix == ".json" else yaml.safe_load(raw)
-    except (orjson.JSONDecodeError, yaml.YAMLError) as error:
-        raise CatalogError(f"cannot parse ({error})", source=str(file)) from None
-    return parse_tenants(document, str(file))
+    document, source = read_document(path, "tenants file")
+    return parse_tenants(document, source)

@@ -60,6 +60,19 @@ def parse_catalog(
     return Catalog(_tools_from_entries(entries, source, dialect), source=source)
 
 
+def read_document(path: str | Path, what: str) -> tuple[Any, str]:
+    """A YAML or JSON settings file (``.json`` is JSON, anything else YAML), and its name for
+    error messages; ``what`` names the file in the fix ("MCP servers file", "tenants file")."""
+    file = Path(path)
+    if not file.is_file():
+        raise CatalogError("file not found", source=str(file), fix=f"Pass the path of your {what}")
+    raw = file.read_bytes()
+    try:
+        return (orjson.loads(raw) if file.suffix == ".json" else yaml.safe_load(raw)), str(file)
+    except (orjson.JSONDecodeError, yaml.YAMLError) as error:
+        raise CatalogError(f"cannot parse ({error})", source=str(file)) from None
+
+
 def parse_tool(entry: Mapping[str, Any], *, dialect: Dialect = "auto") -> Tool:
     """Convert one tool definition in any supported dialect to a Tool."""
     return _tool_from_entry(entry, "<data>", "entry 1", dialect)

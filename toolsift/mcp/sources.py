@@ -20,10 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from toolsift.catalog.loader import read_document
 from toolsift.errors import CatalogError
 
 
@@ -89,12 +88,5 @@ def parse_sources(document: Any, source: str = "<data>") -> list[McpServerSpec]:
 
 
 def load_sources(path: str | Path) -> list[McpServerSpec]:
-    file = Path(path)
-    if not file.is_file():
-        raise CatalogError("file not found", source=str(file), fix="Pass the path of your MCP servers file")
-    raw = file.read_bytes()
-    try:
-        document = orjson.loads(raw) if file.suffix == ".json" else yaml.safe_load(raw)
-    except (orjson.JSONDecodeError, yaml.YAMLError) as error:
-        raise CatalogError(f"cannot parse ({error})", source=str(file)) from None
-    return parse_sources(document, str(file))
+    document, source = read_document(path, "MCP servers file")
+    return parse_sources(document, source)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -63,6 +63,16 @@ class TagRules:
     ) -> TagRules:
         """Build rules from lists or comma-separated strings."""
         return cls(_as_tuple(any_of), _as_tuple(all_of), _as_tuple(exclude), access)
+
+    @classmethod
+    def from_spec(cls, tags: Any, access: Access = "any") -> TagRules:
+        """Rules from a request's ``tags``: None, a list (any of these), or an object with
+        ``any``, ``all`` and ``exclude`` lists."""
+        if tags is None:
+            return cls(access=access)
+        if isinstance(tags, list | tuple | str):
+            return cls.parse(any_of=tags, access=access)
+        return cls.parse(tags.any, tags.all, tags.exclude, access=access)
 
     @property
     def empty(self) -> bool:
