@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from conftest import free_port, wait_until_serving
@@ -87,3 +88,42 @@ def test_lint_endpoint_reports_the_loaded_catalog(tiny_router: object) -> None:
         page = client.get("/")
         assert page.status_code == 200 and "text/html" in page.headers["content-type"]
         assert 'id="route-form"' in page.text
+
+
+@pytest.mark.model
+def test_page_with_a_tenant_key_shows_only_that_tenants_tools(bundled_index: Path, tmp_path: Path) -> None:
+    if CHROMIUM is None:
+        pytest.fail("headless Chromium is needed for this test: `make browser` (apt-get install chromium)")
+    from playwright.sync_api import expect, sync_playwright
+
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text("tenants:\n  acme:\n    key: acme-key-0123456789abcdef\n    tags: [weather]\n")
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolsift", "serve", "--index", str(bundled_index), "--port", str(port),
+         "--tenants", str(tenants)],
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_serving(url, process)
+        weather_tools = {t["name"] for t in httpx.get(
+            url + "/tools", params={"limit": 1000}, headers={"X-API-Key": "acme-key-0123456789abcdef"}
+        ).json()["tools"]}
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+            page = browser.new_page()
+            page.goto(url + "/")
+            expect(page.locator("#overview .error")).to_contain_text("API key")  # no key: the 401 says what to send
+            page.fill("#api-key", "acme-key-0123456789abcdef")
+            page.click("#api-key-save")
+            expect(page.locator("#tool-count")).to_have_text(str(len(weather_tools)))
+            page.fill("#query", "send an email to Bob")
+            page.click("#route-button")
+            expect(page.locator("#route-table tr.match").first).to_be_visible(timeout=60_000)
+            names = set(page.locator("#route-table tr.match td:nth-child(2)").all_inner_texts())
+            assert names and names <= weather_tools
+            browser.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
