@@ -38,12 +38,7 @@ def _load_catalog(path: Path | None, dialect: str) -> Catalog:
 
 
 def _open_cache(settings: Settings, no_cache: bool) -> Any:
-    cache_file = None if no_cache else settings.cache_file()
-    if cache_file is None:
-        return None
-    from toolsift.embeddings import EmbeddingCache
-
-    return EmbeddingCache(cache_file)
+    return None if no_cache else settings.open_cache()
 
 
 @click.group(cls=ToolsiftGroup)

@@ -150,6 +150,24 @@ class CatalogManagedElsewhere(ToolsiftError):
         )
 
 
+class ReloadFailed(ToolsiftError):
+    """Fetching or indexing the new tools failed; the previous catalog keeps serving."""
+
+    status_code = 502
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"reload failed, the previous catalog is still serving: {reason}")
+
+
+class TenantUnauthorized(ToolsiftError):
+    """A request without a valid tenant API key, once tenants are configured."""
+
+    status_code = 401
+
+    def __init__(self) -> None:
+        super().__init__("missing or unknown API key: send 'Authorization: Bearer <your tenant key>'")
+
+
 class NotReady(ToolsiftError):
     """The service has no index loaded yet."""
 

@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from toolsift._version import __version__
 from toolsift.catalog import Catalog, fingerprint_tools, load_catalog, parse_catalog
-from toolsift.embeddings import Embedder, EmbeddingCache, get_embedder
+from toolsift.embeddings import Embedder, get_embedder
 from toolsift.errors import AdminDisabled, CatalogManagedElsewhere, NotReady, ToolsiftError, Unauthorized, UnknownTool
 from toolsift.mcp import LiveCatalog, load_sources, router_builder
 from toolsift.observability import Metrics, ObservabilityMiddleware
@@ -175,14 +175,13 @@ class RouterHolder:
             raise NotReady()
         return router
 
+    def peek(self) -> Router | None:
+        """The live router, or None before one is loaded (for metrics, which must not fail)."""
+        return self._router
+
     def set(self, router: Router) -> None:
         with self._lock:
             self._router = router
-
-
-def _open_cache(settings: Settings) -> EmbeddingCache | None:
-    cache_file = settings.cache_file()
-    return EmbeddingCache(cache_file) if cache_file is not None else None
 
 
 def create_app(
@@ -202,7 +201,7 @@ def create_app(
         if settings.mcp_servers is not None:
             catalog = load_catalog(settings.catalog_path) if settings.catalog_path else None
             embedder = router.embedder if router else get_embedder(settings.model)
-            build = router_builder(embedder, ranking=ranking, cache=_open_cache(settings))
+            build = router_builder(embedder, ranking=ranking, cache=settings.open_cache())
             def publish(new: Router) -> None:
                 holder.set(new)
                 metrics.reloads.labels("ok").inc()
@@ -321,7 +320,7 @@ def create_app(
     app.state.sessions = sessions
 
     def snapshot() -> dict[str, float]:
-        current = holder._router
+        current = holder.peek()
         if current is None:
             return {"sessions": len(sessions)}
         return {"tools": len(current.catalog), "sessions": len(sessions),
@@ -344,14 +343,14 @@ def create_app(
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> Response:
-        messages = {
-            404: f"no such route: {request.url.path}. The API is POST /route, GET /tools, GET /healthz; docs at /docs",
-            405: f"{request.method} is not allowed on {request.url.path}; see /docs for the methods each route takes",
-        }
+        kind, message = {
+            404: ("NotFound", f"no such route: {request.url.path}. The API is POST /route, GET /tools, "
+                  "GET /healthz; docs at /docs"),
+            405: ("MethodNotAllowed", f"{request.method} is not allowed on {request.url.path}; see /docs for "
+                  "the methods each route takes"),
+        }.get(error.status_code, ("HTTPError", str(error.detail)))
         return JSONBytes(
-            {"error": {"type": type(error).__name__ if error.status_code not in messages else
-                       {404: "NotFound", 405: "MethodNotAllowed"}[error.status_code],
-                       "message": messages.get(error.status_code, str(error.detail))}},
+            {"error": {"type": kind, "message": message}},
             status_code=error.status_code, headers=getattr(error, "headers", None),
         )
 

@@ -9,9 +9,12 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolsift.errors import ToolsiftError
+
+if TYPE_CHECKING:
+    from toolsift.embeddings import EmbeddingCache
 
 PREFIX = "TOOLSIFT_"
 BUNDLED_CATALOG = Path(__file__).parent / "data" / "default_catalog.yaml"
@@ -71,6 +74,13 @@ class Settings:
 
     def cache_file(self) -> Path | None:
         return None if self.cache_dir is None else self.cache_dir / "embeddings.sqlite"
+
+    def open_cache(self) -> EmbeddingCache | None:
+        """The on-disk embedding cache these settings name (None when it is off)."""
+        from toolsift.embeddings import EmbeddingCache
+
+        cache_file = self.cache_file()
+        return EmbeddingCache(cache_file) if cache_file is not None else None
 
 
 def _as_path_or_none(raw: str) -> Path | None:

@@ -28,16 +28,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolsift.catalog.loader import read_document
-from toolsift.errors import CatalogError, ToolsiftError
+from toolsift.errors import CatalogError, TenantUnauthorized
 from toolsift.router import Access, Router, TagRules
 from toolsift.types import IdArray
-
-
-class TenantUnauthorized(ToolsiftError):
-    status_code = 401
-
-    def __init__(self) -> None:
-        super().__init__("missing or unknown API key: send 'Authorization: Bearer <your tenant key>'")
 
 
 class _TagsIn(BaseModel):

@@ -1,7 +1,8 @@
 """MCP: live catalogs read from MCP servers, and toolsift itself served as an MCP server."""
 
+from toolsift.errors import ReloadFailed
 from toolsift.mcp.client import list_server_tools, open_client, to_tool
-from toolsift.mcp.live import LiveCatalog, ReloadFailed, router_builder, snapshot_catalog
+from toolsift.mcp.live import LiveCatalog, router_builder, snapshot_catalog
 from toolsift.mcp.sources import McpServerSpec, load_sources, parse_sources
 
 __all__ = [

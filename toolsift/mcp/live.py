@@ -28,7 +28,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolsift.catalog import Catalog, Tool
 from toolsift.embeddings import Embedder, EmbeddingCache
-from toolsift.errors import CatalogError, ToolsiftError
+from toolsift.errors import CatalogError, ReloadFailed, ToolsiftError
 from toolsift.mcp.client import list_server_tools, open_client
 from toolsift.mcp.sources import McpServerSpec
 from toolsift.router import RankingConfig, Router
@@ -51,13 +51,6 @@ def router_builder(
     return build
 
 
-class ReloadFailed(ToolsiftError):
-    """Fetching or indexing the new tools failed; the previous catalog keeps serving."""
-
-    status_code = 502
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"reload failed, the previous catalog is still serving: {reason}")
 
 
 @dataclass

@@ -125,10 +125,10 @@ class TagIndex:
         Raises UnknownTag for a tag no tool in scope carries: a typo must not silently allow or
         block everything, and the error names only tags from the scope."""
         if scope is not None:
-            visible = self.visible_tags(scope)
             for tag in rules.tags():
-                if tag not in visible:
-                    raise UnknownTag(tag, visible)
+                carriers = self._ids.get(tag)
+                if carriers is None or not np.isin(carriers, scope, assume_unique=True).any():
+                    raise UnknownTag(tag, self.visible_tags(scope))  # named from the scope only
         if rules.empty:
             return scope
         for tag in rules.tags():
