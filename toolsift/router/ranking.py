@@ -32,6 +32,7 @@ from toolsift.types import IdArray, Matrix, Vector
 
 DEFAULT_LEXICAL_WEIGHT = 0.5
 DEFAULT_CANDIDATES = 100
+DEFAULT_INTENT_MIN_SCORE = 5.0
 EXACT_STATS_UP_TO = 4096
 """With tag rules leaving at most this many tools, the dense mean and spread are computed over
 exactly those tools; above it, over the whole catalog."""
@@ -43,6 +44,10 @@ class RankingConfig:
     """Weight of the standardised BM25 score; 0 gives plain dense ranking."""
     candidates: int = DEFAULT_CANDIDATES
     """How many tools each side proposes before fusion (at least k)."""
+    split_intents: bool = True
+    """Route each part of a multi-part request too (see ``toolsift.router.intents``)."""
+    intent_min_score: float = DEFAULT_INTENT_MIN_SCORE
+    """A part's best tool joins the matches only when it scores at least this for its part."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.lexical_weight <= 10.0:

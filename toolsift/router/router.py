@@ -24,7 +24,8 @@ from toolsift.errors import IndexMismatch, InvalidQuery, UnknownTool
 from toolsift.index import BuildStats, IndexKind, ToolIndex
 from toolsift.index.lexical import LexicalIndex, word_and_cjk_tokens
 from toolsift.router.formats import OutputFormat, format_tool
-from toolsift.router.ranking import DenseMoments, RankingConfig, rank
+from toolsift.router.intents import split_intents
+from toolsift.router.ranking import DenseMoments, Ranked, RankingConfig, rank
 from toolsift.router.rules import TagIndex, TagRules
 from toolsift.types import IdArray, Vector
 
@@ -41,7 +42,9 @@ class Match:
 
     ``score`` orders the tools: ``dense_part`` (the cosine, standardised over the catalog for
     this query) plus ``lexical_part`` (BM25, standardised likewise, times the lexical weight).
-    ``similarity`` is the raw cosine and ``lexical`` the BM25 score over the best one (0 to 1)."""
+    ``similarity`` is the raw cosine and ``lexical`` the BM25 score over the best one (0 to 1).
+    ``intent`` is the part of a multi-part query this tool was selected for (its scores are that
+    part's), or None when it was selected for the whole query."""
 
     tool: Tool
     score: float
@@ -50,6 +53,7 @@ class Match:
     lexical: float = 0.0
     dense_part: float = 0.0
     lexical_part: float = 0.0
+    intent: str | None = None
 
     @property
     def name(self) -> str:
@@ -229,26 +233,16 @@ class Router:
             everything = np.arange(len(self.catalog), dtype=np.int64) if allowed is None else allowed
             allowed = np.setdiff1d(everything, pinned_ids, assume_unique=True)
         eligible = len(self.catalog) if allowed is None else int(allowed.shape[0])
-        vectors = self.embed_queries(checked) if eligible else [None] * len(checked)
+        intents = [self._intents(query, k) if eligible else [] for query in checked]
+        texts = list(dict.fromkeys(text for query, parts in zip(checked, intents, strict=True) for text in (query, *parts)))
+        vectors = dict(zip(texts, self.embed_queries(texts), strict=True)) if eligible else {}
         results = []
-        for query, vector in zip(checked, vectors, strict=True):
+        for query, parts in zip(checked, intents, strict=True):
             matches: list[Match] = []
-            if vector is not None:
-                ranked = rank(
-                    vector, query, k, allowed, self.index.vectors, self.lexical, self.ranking, self.moments,
-                    getattr(self.embedder, "segments", None),
-                )
-                rows = zip(
-                    ranked.ids.tolist(), ranked.scores.tolist(), ranked.similarity.tolist(), ranked.lexical.tolist(),
-                    ranked.dense_part.tolist(), ranked.lexical_part.tolist(), strict=True,
-                )
-                for position, (tool_id, score, similarity, lexical, dense_part, lexical_part) in enumerate(rows, 1):
-                    if min_score is not None and score < min_score:
-                        break
-                    matches.append(Match(
-                        self.catalog[int(tool_id)], round(score, 6), position, round(similarity, 6),
-                        round(lexical, 6), round(dense_part, 6), round(lexical_part, 6),
-                    ))
+            if eligible:
+                whole = self._rank(query, vectors[query], k, allowed)
+                part_tops = [(part, self._rank(part, vectors[part], 1, allowed)) for part in parts]
+                matches = self._merge(whole, part_tops, k, min_score)
             results.append(
                 RouteResult(
                     query=query,
@@ -261,6 +255,45 @@ class Router:
                 )
             )
         return results
+
+    def _intents(self, query: str, k: int) -> list[str]:
+        """The parts of a multi-part query, each routed on its own too; [] when it has one part."""
+        if not self.ranking.split_intents or k < 2:
+            return []
+        parts = split_intents(query)
+        return parts if len(parts) > 1 else []
+
+    def _rank(self, query: str, vector: Vector, k: int, allowed: IdArray | None) -> Ranked:
+        return rank(
+            vector, query, k, allowed, self.index.vectors, self.lexical, self.ranking, self.moments,
+            getattr(self.embedder, "segments", None),
+        )
+
+    def _merge(
+        self, whole: Ranked, part_tops: Sequence[tuple[str, Ranked]], k: int, min_score: float | None
+    ) -> list[Match]:
+        """The whole query's best tool, then each part's best when it stands out for its part
+        (in the parts' order), then the rest of the whole query's ranking; ``k`` at most."""
+        floor = -np.inf if min_score is None else min_score
+        ranked = [m for m in self._matches(whole, None) if m.score >= floor]
+        part_floor = max(floor, self.ranking.intent_min_score)
+        from_parts = [m for text, part in part_tops for m in self._matches(part, text)[:1] if m.score >= part_floor]
+        merged: dict[str, Match] = {}
+        for match in ranked[:1] + from_parts + ranked[1:]:
+            if match.name not in merged:
+                merged[match.name] = replace(match, rank=len(merged) + 1)
+        return list(merged.values())[:k]
+
+    def _matches(self, ranked: Ranked, intent: str | None) -> list[Match]:
+        rows = zip(
+            ranked.ids.tolist(), ranked.scores.tolist(), ranked.similarity.tolist(), ranked.lexical.tolist(),
+            ranked.dense_part.tolist(), ranked.lexical_part.tolist(), strict=True,
+        )
+        return [
+            Match(self.catalog[int(tool_id)], round(score, 6), position, round(similarity, 6), round(lexical, 6),
+                  round(dense_part, 6), round(lexical_part, 6), intent)
+            for position, (tool_id, score, similarity, lexical, dense_part, lexical_part) in enumerate(rows, 1)
+        ]
 
     def pinned_tools(self, names: Sequence[str], scope: IdArray | None = None) -> tuple[Tool, ...]:
         """The catalog's tools for ``names``, once each; a name unknown (or outside ``scope``)
