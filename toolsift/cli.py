@@ -15,7 +15,7 @@ from toolsift.catalog import Catalog, load_catalog
 from toolsift.catalog.loader import DIALECTS
 from toolsift.errors import ToolsiftError
 from toolsift.index import INDEX_KINDS
-from toolsift.router import ACCESS_POLICIES, MAX_K, OUTPUT_FORMATS, Access, RankingConfig, Router, TagRules, deliver
+from toolsift.router import ACCESS_POLICIES, MAX_K, OUTPUT_FORMATS, Access, Router, TagRules, deliver
 from toolsift.settings import BUNDLED_CATALOG, Settings
 
 
@@ -105,7 +105,7 @@ def build(catalog: Path | None, out: Path | None, model: str | None, kind: str |
 def route(query: str, index_path: Path | None, k: int, tags: str | None, all_tags: str | None, exclude_tags: str | None, access: Access, pinned: tuple[str, ...], min_score: float | None, lexical_weight: float | None, output_format: str | None, as_json: bool) -> None:
     """Print the tools that best fit QUERY."""
     settings = Settings.from_env(None, index_path=index_path, lexical_weight=lexical_weight)
-    router = Router.load(settings.index_path, ranking=RankingConfig(settings.lexical_weight))
+    router = Router.load(settings.index_path, ranking=settings.ranking())
     rules = TagRules.parse(tags, all_tags, exclude_tags, access=access)
     result = router.route(query, k, rules, min_score=min_score, pinned=pinned)
     if output_format or as_json:
@@ -127,6 +127,8 @@ def route(query: str, index_path: Path | None, k: int, tags: str | None, all_tag
             f"{match.rank:>3}  {match.score:6.2f} (dense {match.dense_part:5.2f} + lexical {match.lexical_part:5.2f})  "
             f"{match.name:<{width}}  {match.tool.description}"
         )
+        if match.intent:
+            click.echo(f"{'':>5}for: {match.intent}")
     click.echo(f"subset {result.fingerprint[:23]}  ({result.eligible} eligible, {result.took_ms:.1f} ms)")
 
 
@@ -181,7 +183,7 @@ def mcp_command(index_path: Path | None, transport: str, host: str | None, port:
     from toolsift.mcp.server import create_mcp_server
 
     settings = Settings.from_env(None, index_path=index_path, host=host, port=port)
-    router = Router.load(settings.index_path, ranking=RankingConfig(settings.lexical_weight))
+    router = Router.load(settings.index_path, ranking=settings.ranking())
     server = create_mcp_server(lambda: router)
     if transport == "stdio":
         server.run("stdio")

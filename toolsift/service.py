@@ -35,7 +35,6 @@ from toolsift.router import (
     MAX_QUERY_CHARS,
     Access,
     Delivery,
-    RankingConfig,
     Router,
     SessionPolicy,
     SessionStore,
@@ -121,6 +120,11 @@ class MatchOut(BaseModel):
     lexical: float = Field(description="BM25 score over the tool text, scaled to [0, 1] per query")
     dense_part: float = Field(description="The cosine standardised over the catalog for this query")
     lexical_part: float = Field(description="BM25 standardised likewise, times the lexical weight")
+    intent: str | None = Field(
+        default=None,
+        description="For a multi-part request, the part this tool was selected for (the scores are that part's); "
+        "null when selected for the whole query",
+    )
 
 
 class ToolsIn(BaseModel):
@@ -193,7 +197,7 @@ def create_app(
     holder = RouterHolder(router)
     sessions = SessionStore(settings.session_cap, settings.max_sessions, settings.session_ttl)
 
-    ranking = RankingConfig(settings.lexical_weight)
+    ranking = settings.ranking()
     live: list[LiveCatalog] = []  # set while a live catalog (MCP servers) runs
 
     @asynccontextmanager

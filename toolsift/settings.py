@@ -15,6 +15,7 @@ from toolsift.errors import ToolsiftError
 
 if TYPE_CHECKING:
     from toolsift.embeddings import EmbeddingCache
+    from toolsift.router import RankingConfig
 
 PREFIX = "TOOLSIFT_"
 BUNDLED_CATALOG = Path(__file__).parent / "data" / "default_catalog.yaml"
@@ -35,6 +36,10 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     lexical_weight: float = 0.5
+    split_intents: bool = True
+    """Route each part of a multi-part request too (see toolsift.router.intents)."""
+    intent_min_score: float = 5.0
+    """A part's best tool joins the matches when it scores at least this for its part."""
     log_level: str = "info"
     log_format: str = "json"
     """json: one JSON object a line (structured logs); text: plain lines."""
@@ -82,6 +87,24 @@ class Settings:
         cache_file = self.cache_file()
         return EmbeddingCache(cache_file) if cache_file is not None else None
 
+    def ranking(self) -> RankingConfig:
+        """How the router ranks, as these settings say."""
+        from toolsift.router import RankingConfig
+
+        return RankingConfig(self.lexical_weight, split_intents=self.split_intents, intent_min_score=self.intent_min_score)
+
+
+def _as_bool(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(raw)
+
+
+_as_bool.__name__ = "true or false"
+
 
 def _as_path_or_none(raw: str) -> Path | None:
     return None if raw.lower() in ("none", "off", "false", "0") else Path(raw)
@@ -93,6 +116,8 @@ _CASTS: dict[str, Callable[[str], Any]] = {
     "cache_dir": _as_path_or_none,
     "port": int,
     "lexical_weight": float,
+    "split_intents": _as_bool,
+    "intent_min_score": float,
     "session_cap": int,
     "max_request_bytes": int,
     "reload_interval": float,

@@ -39,6 +39,7 @@ def match_record(match: Match) -> dict[str, Any]:
         "lexical": match.lexical,
         "dense_part": match.dense_part,
         "lexical_part": match.lexical_part,
+        "intent": match.intent,
     }
 
 
