@@ -99,6 +99,20 @@ def test_min_score_applies_to_parts_too() -> None:
 
 
 @pytest.mark.model
+def test_http_matches_name_their_part(bundled_router: Router) -> None:
+    from fastapi.testclient import TestClient
+
+    from toolsift.service import create_app
+
+    with TestClient(create_app(bundled_router)) as client:
+        body = client.post("/route", json={"query": THREE_STEPS, "k": 3}).json()
+    intents = {m["name"]: m["intent"] for m in body["matches"]}
+    assert intents["get_exchange_rate"] == "Convert 250 US dollars to euros."
+    assert intents[body["matches"][0]["name"]] is None
+    assert sorted(t["name"] for t in body["tools"]) == [t["name"] for t in body["tools"]]
+
+
+@pytest.mark.model
 def test_every_step_of_a_three_step_request_gets_its_tool(bundled_router: Router) -> None:
     result = bundled_router.route(THREE_STEPS, k=3)
     assert set(result.names) == {"get_weather_forecast", "get_exchange_rate", "create_github_issue"}
@@ -107,3 +121,14 @@ def test_every_step_of_a_three_step_request_gets_its_tool(bundled_router: Router
     whole = Router(bundled_router.index, bundled_router.embedder, RankingConfig(split_intents=False))
     single = "What's the weather going to be like in Berlin this weekend?"
     assert bundled_router.route(single, k=5).matches == whole.route(single, k=5).matches
+
+
+def test_settings_turn_splitting_off_and_reject_a_bad_value() -> None:
+    from toolsift.errors import ToolsiftError
+    from toolsift.settings import Settings
+
+    assert Settings.from_env({}).ranking().split_intents is True
+    ranking = Settings.from_env({"TOOLSIFT_SPLIT_INTENTS": "off", "TOOLSIFT_INTENT_MIN_SCORE": "3.5"}).ranking()
+    assert (ranking.split_intents, ranking.intent_min_score) == (False, 3.5)
+    with pytest.raises(ToolsiftError, match="TOOLSIFT_SPLIT_INTENTS='maybe'.*true or false"):
+        Settings.from_env({"TOOLSIFT_SPLIT_INTENTS": "maybe"})
