@@ -47,7 +47,7 @@ DATASETS ?= ../shared/datasets
 
 bench: install
 	$(BIN)/toolsift bench --datasets $(DATASETS) --json benchmarks/results/accuracy.json --report benchmarks/report
-	$(BIN)/toolsift bench --datasets $(DATASETS) --model multilingual-e5-small --json benchmarks/results/accuracy-e5.json
+	$(BIN)/toolsift bench --dataset $(DATASETS)/functionchat_ko --model all-MiniLM-L6-v2 --json benchmarks/results/accuracy-minilm-ko.json
 	$(BIN)/toolsift bench --datasets $(DATASETS) --model all-MiniLM-L6-v2+multilingual-e5-small --limit 3000 \
 		--methods toolsift,dense,bm25,bm25-cjk --json benchmarks/results/accuracy-ensemble.json
 	$(BIN)/toolsift abstention-bench --datasets $(DATASETS) --limit 400 --json benchmarks/results/abstention.json
@@ -57,4 +57,4 @@ bench: install
 	$(BIN)/python benchmarks/results_md.py benchmarks/results/accuracy.json benchmarks/results/performance.json \
 		benchmarks/results/sessions.json benchmarks/results/sessions-long.json \
 		benchmarks/results/abstention.json benchmarks/results/accuracy-ensemble.json \
-		benchmarks/results/accuracy-e5.json > benchmarks/RESULTS.md
+		benchmarks/results/accuracy-minilm-ko.json > benchmarks/RESULTS.md

@@ -23,7 +23,9 @@ def dataset_results(accuracy: dict[str, Any]) -> list[DatasetResult]:
     results = []
     for meta in accuracy["datasets"]:
         rows = [row for row in accuracy["results"] if row["dataset"] == meta["dataset"]]
-        results.append(DatasetResult(meta["dataset"], meta["tools"], meta["queries"], rows, meta["timings"], meta["tokens"]))
+        results.append(DatasetResult(
+            meta["dataset"], meta["tools"], meta["queries"], meta.get("model", ""), rows, meta["timings"], meta["tokens"]
+        ))
     return results
 
 
@@ -68,7 +70,9 @@ def main(accuracy_path: str, performance_path: str, *others: str) -> str:
     return "\n".join([
         "# Benchmark results",
         "",
-        f"toolsift {accuracy['toolsift_version']}, model `{accuracy['model']}`, {accuracy['created_at']}. "
+        f"toolsift {accuracy['toolsift_version']}, model `{accuracy['model']}` (auto: all-MiniLM-L6-v2, or the "
+        "all-MiniLM-L6-v2+multilingual-e5-small ensemble for catalogs described mostly in a non-Latin script; "
+        f"each dataset's heading names the one used), {accuracy['created_at']}. "
         "Regenerate everything with `make bench` (2 CPU cores, no GPU).",
         "",
         "## Selection accuracy",
@@ -76,7 +80,8 @@ def main(accuracy_path: str, performance_path: str, *others: str) -> str:
         f"Command: `{accuracy['command']}`",
         "",
         "Methods, all run in one process on the same data: **toolsift** (the router with default "
-        "settings), **dense** (cosine between the query and `name + description`, same model), "
+        "settings), **toolsift-whole** (the same without splitting multi-part queries), **dense** "
+        "(cosine between the query and `name + description`, same model), "
         "**bm25** (bm25s Lucene k1=1.5 b=0.75 over `name + description`, the datasets' README "
         "baseline), **bm25-cjk** (bm25 plus Hangul/CJK character bigrams; only where queries are "
         "CJK), **random**. R = Recall, C@5 = all relevant tools in the top 5. ms/query is ranking "

@@ -88,7 +88,7 @@ def test_bench_command_writes_json_and_report(tmp_path: Path, tiny_dataset: Path
     document = json.loads(out.read_text())
     assert document["schema"] == "toolsift-bench/1" and document["ks"] == [1, 3]
     rows = document["results"]
-    assert {row["method"] for row in rows} == {"toolsift", "dense", "bm25", "bm25-cjk", "random"}
+    assert {row["method"] for row in rows} == {"toolsift", "toolsift-whole", "dense", "bm25", "bm25-cjk", "random"}
     assert {row["lang"] for row in rows} == {"all", "en", "ko"}
     assert set(rows[0]) == {"dataset", "method", "lang", "metric", "k", "value", "queries"}
     bm25_r1 = next(r for r in rows if (r["method"], r["metric"], r["k"], r["lang"]) == ("bm25", "recall", 1, "en"))

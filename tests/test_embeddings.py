@@ -157,3 +157,41 @@ def test_ensemble_of_the_real_models_routes_korean_and_english() -> None:
     assert router.route("환율 알려줘", k=1).names == ["get_exchange_rate"]
     assert "send_email" in router.route("email the report to Dana", k=3).names
     assert router.route("what is the weather in Paris", k=1).names == ["get_current_weather"]
+
+
+KOREAN_TOOLS = [
+    {"name": "informWeather", "description": "특정 지역의 현재 날씨 정보 제공", "parameters": {"type": "object", "properties": {"location": {"type": "string", "description": "날씨 정보를 가져올 지역 이름"}}}},
+    {"name": "transferMoney", "description": "특정 계좌로 돈을 송금한다."},
+    {"name": "add_task", "description": "to-do list에 새로운 할 일을 저장합니다."},
+    {"name": "getTodayBoxOfficeRanking", "description": "오늘의 박스오피스 순위를 제공합니다"},
+]
+
+
+def test_auto_model_follows_the_catalogs_script() -> None:
+    from toolsift.catalog import parse_catalog
+    from toolsift.embeddings import AUTO_MODEL, DEFAULT_MODEL, MULTILINGUAL_MODEL, model_for
+    from toolsift.embeddings.registry import non_latin_share
+
+    korean = [tool.description for tool in parse_catalog(KOREAN_TOOLS)]
+    assert non_latin_share(korean) > 0.8  # "to-do list" is Latin
+    assert model_for(AUTO_MODEL, korean) == MULTILINGUAL_MODEL
+    english = ["get_weather Current conditions for a city.", "café crème brûlée: commande rapide"]
+    assert non_latin_share(english) == 0.0  # accented Latin letters are Latin
+    assert model_for(AUTO_MODEL, english) == DEFAULT_MODEL
+    assert model_for(AUTO_MODEL, []) == DEFAULT_MODEL
+    assert model_for("hashing-8", korean) == "hashing-8"  # a named model is taken as given
+    with pytest.raises(ValueError, match="model_for"):
+        get_embedder(AUTO_MODEL)
+
+
+@pytest.mark.model
+def test_router_build_picks_the_multilingual_ensemble_for_a_korean_catalog() -> None:
+    from toolsift import Router, load_catalog
+    from toolsift.catalog import parse_catalog
+    from toolsift.embeddings import DEFAULT_MODEL, MULTILINGUAL_MODEL
+    from toolsift.settings import BUNDLED_CATALOG
+
+    router = Router.build(parse_catalog(KOREAN_TOOLS))
+    assert router.index.manifest.model == MULTILINGUAL_MODEL
+    assert router.route("계좌로 오만원 보내줘", k=1).names == ["transferMoney"]
+    assert Router.build(load_catalog(BUNDLED_CATALOG)).index.manifest.model == DEFAULT_MODEL

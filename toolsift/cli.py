@@ -50,7 +50,7 @@ def main() -> None:
 @main.command()
 @click.argument("catalog", type=click.Path(path_type=Path), required=False)
 @click.option("--out", "out", type=click.Path(path_type=Path), help="Index folder to write [default: TOOLSIFT_INDEX_PATH or var/index].")
-@click.option("--model", help="Embedding model name or local model folder [default: all-MiniLM-L6-v2].")
+@click.option("--model", help="Embedding model name or local model folder [default: auto: all-MiniLM-L6-v2, or with multilingual-e5-small when the catalog is mostly non-Latin text].")
 @click.option("--kind", type=click.Choice(INDEX_KINDS), help="auto (default: flat up to 20,000 tools, hnsw above), flat (exact) or hnsw (approximate).")
 @click.option("--dialect", type=click.Choice(DIALECTS), default="auto", show_default=True, help="Tool format of the catalog entries.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the on-disk embedding cache.")
@@ -70,10 +70,10 @@ def build(catalog: Path | None, out: Path | None, model: str | None, kind: str |
             click.echo(f"skipped: {problem}", err=True)
     else:
         tools = _load_catalog(catalog, dialect)
-    from toolsift.embeddings import get_embedder
+    from toolsift.embeddings import embedder_for
 
     started = time.perf_counter()
-    embedder = get_embedder(settings.model)
+    embedder = embedder_for(settings.model, tools)
     load_seconds = time.perf_counter() - started
     router = Router.build(
         tools, embedder, kind=settings.index_kind,  # type: ignore[arg-type]
@@ -265,9 +265,9 @@ def _parse_ks(value: str) -> list[int]:
 @click.option("--dataset", "dataset_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False), help="A dataset folder holding tools.jsonl and queries.jsonl (repeatable).")
 @click.option("--datasets", "datasets_root", type=click.Path(path_type=Path, file_okay=False), help="Run every dataset folder under this one.")
 @click.option("--k", "ks", default="1,3,5,10", show_default=True, help="Comma-separated cut-offs.")
-@click.option("--methods", default="toolsift,dense,bm25,bm25-cjk,random", show_default=True, help="Comma-separated methods to compare (bm25-cjk runs only where queries are CJK text).")
+@click.option("--methods", default="toolsift,toolsift-whole,dense,bm25,bm25-cjk,random", show_default=True, help="Comma-separated methods to compare (toolsift-whole: without splitting multi-part queries; bm25-cjk runs only where queries are CJK text).")
 @click.option("--limit", type=int, help="Score a seeded random sample of this many queries per dataset.")
-@click.option("--model", help="Embedding model [default: all-MiniLM-L6-v2].")
+@click.option("--model", help="Embedding model [default: auto, chosen per catalog].")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write the results here as JSON.")
 @click.option("--report", "report_dir", type=click.Path(path_type=Path, file_okay=False), help="Write report.md, report.html and PNG plots here.")
 @click.option("--no-cache", is_flag=True, help="Do not use the on-disk embedding cache.")
@@ -280,8 +280,6 @@ def bench(tools: Path | None, queries: Path | None, dataset_dirs: tuple[Path, ..
         write_accuracy_report,
         write_json,
     )
-    from toolsift.embeddings import get_embedder
-
     cutoffs = _parse_ks(ks)
     folders = list(dataset_dirs) + (find_datasets(datasets_root) if datasets_root else [])
     pairs = [(folder / "tools.jsonl", folder / "queries.jsonl") for folder in folders]
@@ -293,14 +291,13 @@ def bench(tools: Path | None, queries: Path | None, dataset_dirs: tuple[Path, ..
         raise click.UsageError("say what to run: --tools T --queries Q, --dataset DIR or --datasets ROOT")
     datasets = [load_dataset(t, q).sample(limit) for t, q in pairs]
     settings = Settings.from_env(None, model=model)
-    embedder = get_embedder(settings.model)
     command = "toolsift bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "toolsift bench"
     results = run_benchmarks(
-        datasets, embedder, cutoffs, [m.strip() for m in methods.split(",") if m.strip()],
+        datasets, settings.model, cutoffs, [m.strip() for m in methods.split(",") if m.strip()],
         _open_cache(settings, no_cache), click.echo,
     )
     if json_path:
-        write_json(json_path, results_document(results, embedder, cutoffs, command))
+        write_json(json_path, results_document(results, settings.model, cutoffs, command))
         click.echo(f"wrote {json_path}")
     if report_dir:
         click.echo(f"wrote {write_accuracy_report(report_dir, results, cutoffs, command)}")
@@ -311,29 +308,29 @@ def bench(tools: Path | None, queries: Path | None, dataset_dirs: tuple[Path, ..
 @click.option("--datasets", "datasets_root", type=click.Path(path_type=Path, file_okay=False), help="Run every dataset folder under this one.")
 @click.option("--limit", type=click.IntRange(1, 1_000_000), default=500, show_default=True, help="Seeded sample of queries per dataset.")
 @click.option("-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True)
-@click.option("--model", help="Embedding model [default: all-MiniLM-L6-v2].")
+@click.option("--model", help="Embedding model [default: auto, chosen per catalog].")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write the figures here as JSON.")
 def abstention_bench(dataset_dirs: tuple[Path, ...], datasets_root: Path | None, limit: int, k: int, model: str | None, json_path: Path | None) -> None:
     """Measure what a min_score threshold keeps of answerable queries and abstains on when no tool fits."""
     from toolsift.bench.abstention import abstention_table, run_abstention
     from toolsift.bench.datasets import find_datasets, load_dataset
     from toolsift.bench.runner import write_json
-    from toolsift.embeddings import get_embedder
+    from toolsift.embeddings import embedder_for
 
     folders = list(dataset_dirs) + (find_datasets(datasets_root) if datasets_root else [])
     if not folders:
         raise click.UsageError("say what to run: --dataset DIR or --datasets ROOT")
     settings = Settings.from_env(None, model=model)
-    embedder = get_embedder(settings.model)
     results = []
     for folder in folders:
         dataset = load_dataset(folder / "tools.jsonl", folder / "queries.jsonl").sample(limit)
+        embedder = embedder_for(settings.model, dataset.catalog)
         router = Router.build(dataset.catalog, embedder, cache=_open_cache(settings, False))
         results.append(run_abstention(dataset, router, k))
     click.echo(abstention_table(results))
     if json_path:
         command = "toolsift abstention-bench " + " ".join(sys.argv[2:])
-        write_json(json_path, {"schema": "toolsift-abstention/1", "model": embedder.name, "command": command, "results": results})
+        write_json(json_path, {"schema": "toolsift-abstention/1", "model": settings.model, "command": command, "results": results})
         click.echo(f"wrote {json_path}")
 
 
@@ -345,7 +342,7 @@ def abstention_bench(dataset_dirs: tuple[Path, ...], datasets_root: Path | None,
 @click.option("-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True, help="Tools routed per turn.")
 @click.option("--follow-up", type=click.FloatRange(0, 1), default=0.6, show_default=True, help="Chance a turn continues an earlier turn's task (shares a needed tool).")
 @click.option("--cap", type=click.IntRange(1, 10000), default=64, show_default=True, help="Session cap (tools) before a reset.")
-@click.option("--model", help="Embedding model [default: all-MiniLM-L6-v2].")
+@click.option("--model", help="Embedding model [default: auto, chosen per catalog].")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write the figures here as JSON.")
 @click.option("--no-cache", is_flag=True, help="Do not use the on-disk embedding cache.")
 def sessions_bench(dataset_dirs: tuple[Path, ...], datasets_root: Path | None, session_count: int, turns: int, k: int, follow_up: float, cap: int, model: str | None, json_path: Path | None, no_cache: bool) -> None:
@@ -354,24 +351,23 @@ def sessions_bench(dataset_dirs: tuple[Path, ...], datasets_root: Path | None, s
     from toolsift.bench.runner import write_json
     from toolsift.bench.sessions import SessionPlan, run_sessions, sessions_table
     from toolsift.bench.tokens import SchemaTokens
-    from toolsift.embeddings import get_embedder
+    from toolsift.embeddings import embedder_for
 
     folders = list(dataset_dirs) + (find_datasets(datasets_root) if datasets_root else [])
     if not folders:
         raise click.UsageError("say what to run: --dataset DIR or --datasets ROOT")
     settings = Settings.from_env(None, model=model)
-    embedder = get_embedder(settings.model)
     plan = SessionPlan(session_count, turns, k, follow_up, cap)
     results = []
     for folder in folders:
         dataset = load_dataset(folder / "tools.jsonl", folder / "queries.jsonl")
         click.echo(f"== {dataset.name}: {len(dataset.catalog)} tools, {session_count} sessions of {turns} turns")
-        router = Router.build(dataset.catalog, embedder, cache=_open_cache(settings, no_cache))
+        router = Router.build(dataset.catalog, embedder_for(settings.model, dataset.catalog), cache=_open_cache(settings, no_cache))
         results.append(run_sessions(dataset, router, plan, SchemaTokens(dataset.catalog)))
         click.echo(sessions_table(results[-1:]))
     if json_path:
         command = "toolsift sessions-bench " + " ".join(sys.argv[2:])
-        write_json(json_path, {"schema": "toolsift-sessions/1", "model": embedder.name, "command": command, "results": results})
+        write_json(json_path, {"schema": "toolsift-sessions/1", "model": settings.model, "command": command, "results": results})
         click.echo(f"wrote {json_path}")
 
 
@@ -379,7 +375,7 @@ def sessions_bench(dataset_dirs: tuple[Path, ...], datasets_root: Path | None, s
 @click.option("--sizes", default="1000,10000,100000", show_default=True, help="Comma-separated catalog sizes (synthetic tools).")
 @click.option("--queries", "query_count", type=click.IntRange(10, 100000), default=200, show_default=True, help="Timed queries per size (in-process and over HTTP each).")
 @click.option("--kind", type=click.Choice(INDEX_KINDS), default="auto", show_default=True, help="Index kind the router uses (auto: flat up to 20,000 tools, hnsw above).")
-@click.option("--model", help="Embedding model [default: all-MiniLM-L6-v2].")
+@click.option("--model", help="Embedding model [default: auto, chosen per catalog].")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write the figures here as JSON.")
 @click.option("--report", "report_dir", type=click.Path(path_type=Path, file_okay=False), help="Write performance.md/.html and a latency plot here.")
 def perf(sizes: str, query_count: int, kind: str, model: str | None, json_path: Path | None, report_dir: Path | None) -> None:

@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from toolsift._version import __version__
 from toolsift.catalog import Catalog, fingerprint_tools, load_catalog, parse_catalog
-from toolsift.embeddings import Embedder, get_embedder
+from toolsift.embeddings import Embedder
 from toolsift.errors import AdminDisabled, CatalogManagedElsewhere, NotReady, ToolsiftError, Unauthorized, UnknownTool
 from toolsift.mcp import LiveCatalog, load_sources, router_builder
 from toolsift.observability import Metrics, ObservabilityMiddleware
@@ -204,7 +204,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.mcp_servers is not None:
             catalog = load_catalog(settings.catalog_path) if settings.catalog_path else None
-            embedder = router.embedder if router else get_embedder(settings.model)
+            embedder = router.embedder if router else settings.model
             build = router_builder(embedder, ranking=ranking, cache=settings.open_cache())
             def publish(new: Router) -> None:
                 holder.set(new)

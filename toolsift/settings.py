@@ -30,7 +30,8 @@ def _default_cache_dir() -> Path:
 class Settings:
     index_path: Path = Path("var/index")
     catalog_path: Path | None = None
-    model: str = "all-MiniLM-L6-v2"
+    model: str = "auto"
+    """An embedding model; auto picks per catalog (see toolsift.embeddings.registry.model_for)."""
     index_kind: str = "auto"
     cache_dir: Path | None = field(default_factory=_default_cache_dir)
     host: str = "127.0.0.1"

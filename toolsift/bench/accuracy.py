@@ -19,6 +19,7 @@ from toolsift.bench.methods import (
 from toolsift.bench.metrics import evaluate
 from toolsift.embeddings import Embedder, EmbeddingCache
 from toolsift.index.lexical import cjk_bigrams
+from toolsift.router import RankingConfig
 
 DEFAULT_KS = (1, 3, 5, 10)
 MRR_DEPTH = 100
@@ -29,6 +30,8 @@ class DatasetResult:
     dataset: str
     tools: int
     queries: int
+    model: str = ""
+    """The embedding model used (``auto`` resolves per dataset)."""
     rows: list[dict[str, Any]] = field(default_factory=list)
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
     tokens: dict[str, Any] = field(default_factory=dict)
@@ -60,6 +63,8 @@ def build_methods(
         started = time.perf_counter()
         if name == "toolsift":
             method: Method = ToolsiftMethod(dataset.catalog, embedder, cache)
+        elif name == "toolsift-whole":
+            method = ToolsiftMethod(dataset.catalog, embedder, cache, RankingConfig(split_intents=False), name)
         elif name == "dense":
             method = DenseMethod(dataset.catalog, embedder, cache)
         elif name == "bm25":
@@ -90,7 +95,7 @@ def run_accuracy(
     golds = [query.relevant for query in dataset.queries]
     languages = sorted({query.lang for query in dataset.queries})
     depth = max(MRR_DEPTH, *ks)
-    result = DatasetResult(dataset.name, len(dataset.catalog), len(dataset.queries))
+    result = DatasetResult(dataset.name, len(dataset.catalog), len(dataset.queries), embedder.name)
     if {"toolsift", "dense"} & set(methods):
         # Embed every query once, up front and timed apart, so the methods that share the model
         # are timed on ranking alone and compare fairly with the lexical ones.

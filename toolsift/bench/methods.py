@@ -12,7 +12,7 @@ from toolsift.catalog import Catalog
 from toolsift.embeddings import Embedder, EmbedderWrapper, EmbeddingCache, embed_documents_cached
 from toolsift.index import FaissIndex
 from toolsift.index.lexical import LexicalIndex, word_and_cjk_tokens, word_tokens
-from toolsift.router import Router
+from toolsift.router import RankingConfig, Router
 from toolsift.types import Matrix
 
 CHUNK = 512
@@ -44,12 +44,15 @@ class MemoEmbedder(EmbedderWrapper):
 
 
 class ToolsiftMethod:
-    """The router with its default settings, exactly as a user gets it."""
+    """The router with its default settings, exactly as a user gets it (or with ``ranking``, e.g.
+    ``toolsift-whole``: without splitting multi-part queries, to measure what that adds)."""
 
-    name = "toolsift"
-
-    def __init__(self, catalog: Catalog, embedder: Embedder, cache: EmbeddingCache | None = None) -> None:
-        self.router = Router.build(catalog, embedder, cache=cache)
+    def __init__(
+        self, catalog: Catalog, embedder: Embedder, cache: EmbeddingCache | None = None,
+        ranking: RankingConfig | None = None, name: str = "toolsift",
+    ) -> None:
+        self.name = name
+        self.router = Router.build(catalog, embedder, cache=cache, ranking=ranking)
 
     def rank(self, queries: Sequence[str], depth: int) -> list[list[str]]:
         depth = min(depth, len(self.router.catalog))

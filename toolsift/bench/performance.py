@@ -50,12 +50,12 @@ def measure(size: int, queries: int = 200, kind: str = "auto", model: str = "all
     import uvicorn
 
     from toolsift.bench.synthetic import synthetic_catalog, synthetic_queries
-    from toolsift.embeddings import compose_tool_text, get_embedder
+    from toolsift.embeddings import compose_tool_text, embedder_for
     from toolsift.router import Router
     from toolsift.service import create_app
 
-    embedder = get_embedder(model)
     catalog = synthetic_catalog(size)
+    embedder = embedder_for(model, catalog)
     texts = [compose_tool_text(tool) for tool in catalog]
     sample = texts[:ENCODE_SAMPLE]
     embedder.embed_documents(sample[:64])  # warm-up

@@ -26,7 +26,8 @@ def accuracy_tables(results: Sequence[DatasetResult], ks: Sequence[int]) -> str:
         for lang in result.languages:
             title = result.dataset if lang == "all" else f"{result.dataset} — lang={lang}"
             count = next(r["queries"] for r in result.rows if r["lang"] == lang)
-            lines.append(f"### {title} ({result.tools} tools, {count} queries)\n")
+            model = f", model `{result.model}`" if result.model else ""
+            lines.append(f"### {title} ({result.tools} tools, {count} queries{model})\n")
             lines.append("| method | " + " | ".join(_label(m, k) for m, k in columns) + " | ms/query |")
             lines.append("|---" * (len(columns) + 2) + "|")
             for method in result.methods:

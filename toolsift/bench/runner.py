@@ -13,14 +13,14 @@ import orjson
 from toolsift._version import __version__
 from toolsift.bench.accuracy import DatasetResult, run_accuracy
 from toolsift.bench.datasets import Dataset
-from toolsift.embeddings import Embedder, EmbeddingCache
+from toolsift.embeddings import EmbeddingCache, embedder_for
 
 SCHEMA = "toolsift-bench/1"
 
 
 def run_benchmarks(
     datasets: Sequence[Dataset],
-    embedder: Embedder,
+    model: str,
     ks: Sequence[int],
     methods: Sequence[str],
     cache: EmbeddingCache | None,
@@ -30,19 +30,20 @@ def run_benchmarks(
 
     results = []
     for dataset in datasets:
-        echo(f"== {dataset.name}: {len(dataset.catalog)} tools, {len(dataset.queries)} queries")
+        embedder = embedder_for(model, dataset.catalog)
+        echo(f"== {dataset.name}: {len(dataset.catalog)} tools, {len(dataset.queries)} queries, model {embedder.name}")
         result = run_accuracy(dataset, embedder, ks=ks, methods=methods, cache=cache)
         echo(accuracy_tables([result], ks))
         results.append(result)
     return results
 
 
-def results_document(results: Sequence[DatasetResult], embedder: Embedder, ks: Sequence[int], command: str) -> dict[str, Any]:
+def results_document(results: Sequence[DatasetResult], model: str, ks: Sequence[int], command: str) -> dict[str, Any]:
     """The JSON written by ``--json``: stable keys, one flat row per (dataset, method, lang, metric, k)."""
     return {
         "schema": SCHEMA,
         "toolsift_version": __version__,
-        "model": embedder.name,
+        "model": model,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": command,
         "ks": list(ks),

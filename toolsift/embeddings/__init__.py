@@ -3,11 +3,20 @@
 from toolsift.embeddings.base import Embedder, EmbedderWrapper, normalise_rows
 from toolsift.embeddings.cache import CacheStats, EmbeddingCache, embed_documents_cached
 from toolsift.embeddings.hashing import HashingEmbedder
-from toolsift.embeddings.registry import DEFAULT_MODEL, get_embedder
+from toolsift.embeddings.registry import (
+    AUTO_MODEL,
+    DEFAULT_MODEL,
+    MULTILINGUAL_MODEL,
+    embedder_for,
+    get_embedder,
+    model_for,
+)
 from toolsift.embeddings.text import compose_tool_text, split_identifier
 
 __all__ = [
+    "AUTO_MODEL",
     "DEFAULT_MODEL",
+    "MULTILINGUAL_MODEL",
     "CacheStats",
     "Embedder",
     "EmbedderWrapper",
@@ -15,7 +24,9 @@ __all__ = [
     "HashingEmbedder",
     "compose_tool_text",
     "embed_documents_cached",
+    "embedder_for",
     "get_embedder",
+    "model_for",
     "normalise_rows",
     "split_identifier",
 ]

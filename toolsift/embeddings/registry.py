@@ -3,16 +3,53 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 
+from toolsift.catalog import Catalog
 from toolsift.embeddings.base import Embedder
 from toolsift.embeddings.e5 import E5_MODEL, E5Embedder
 from toolsift.embeddings.ensemble import EnsembleEmbedder
 from toolsift.embeddings.hashing import HashingEmbedder
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+MULTILINGUAL_MODEL = f"{DEFAULT_MODEL}+{E5_MODEL}"
+AUTO_MODEL = "auto"
+"""Chosen per catalog by ``model_for``: the English model, or the ensemble with the multilingual
+one when a real share of the catalog's text is in a non-Latin script."""
+NON_LATIN_SHARE = 0.2
 
 _loaded: dict[str, Embedder] = {}
 _lock = threading.Lock()
+
+
+def model_for(name: str, texts: Iterable[str]) -> str:
+    """``name``, or for ``auto`` the model that fits the catalog whose descriptions are ``texts``:
+    all-MiniLM-L6-v2 (English, fast) unless at least a fifth of the letters are outside the
+    Latin script (Korean, Chinese, Japanese, Cyrillic, Arabic...), where that English-only model
+    reads little and the all-MiniLM-L6-v2+multilingual-e5-small ensemble is used.
+
+    Measured on the shared datasets (RESULTS.md): Korean Recall@5 0.72 -> 0.85 with the ensemble,
+    at about three times the build time and a second query embedding."""
+    if name != AUTO_MODEL:
+        return name
+    return MULTILINGUAL_MODEL if non_latin_share(texts) >= NON_LATIN_SHARE else DEFAULT_MODEL
+
+
+def embedder_for(name: str, catalog: Catalog) -> Embedder:
+    """The embedder ``name`` names; for ``auto``, the one ``model_for`` picks for ``catalog``'s
+    descriptions (its prose: names and parameters are mostly English identifiers in any language)."""
+    return get_embedder(model_for(name, (tool.description for tool in catalog)))
+
+
+def non_latin_share(texts: Iterable[str]) -> float:
+    """The share of letters in ``texts`` outside the Latin script (Latin, its extensions and IPA)."""
+    letters = non_latin = 0
+    for text in texts:
+        for char in text:
+            if char.isalpha():
+                letters += 1
+                non_latin += char > "\u02af"
+    return non_latin / letters if letters else 0.0
 
 
 def get_embedder(name: str = DEFAULT_MODEL) -> Embedder:
@@ -20,7 +57,10 @@ def get_embedder(name: str = DEFAULT_MODEL) -> Embedder:
     double), a local sentence-transformers model folder, or several of these joined by ``+``
     (an ensemble; see toolsift.embeddings.ensemble).
 
-    Models are loaded once per process and shared: a reload or a second router reuses them."""
+    Models are loaded once per process and shared: a reload or a second router reuses them.
+    ``auto`` needs the catalog: resolve it with ``model_for`` first."""
+    if name == AUTO_MODEL:
+        raise ValueError("the 'auto' model depends on the catalog: call model_for(name, tool_texts) first")
     if name.startswith("hashing-") and name.removeprefix("hashing-").isdigit():
         return HashingEmbedder(int(name.removeprefix("hashing-")))
     if "+" in name:  # an ensemble, e.g. all-MiniLM-L6-v2+multilingual-e5-small

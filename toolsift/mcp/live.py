@@ -27,7 +27,7 @@ from mcp import Client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolsift.catalog import Catalog, Tool
-from toolsift.embeddings import Embedder, EmbeddingCache
+from toolsift.embeddings import Embedder, EmbeddingCache, embedder_for
 from toolsift.errors import CatalogError, ReloadFailed, ToolsiftError
 from toolsift.mcp.client import list_server_tools, open_client
 from toolsift.mcp.sources import McpServerSpec
@@ -39,14 +39,16 @@ BuildRouter = Callable[[Catalog, Router | None], Router]
 
 
 def router_builder(
-    embedder: Embedder, *, ranking: RankingConfig | None = None, cache: EmbeddingCache | None = None
+    embedder: Embedder | str, *, ranking: RankingConfig | None = None, cache: EmbeddingCache | None = None
 ) -> BuildRouter:
-    """Builds the first router from scratch, and each later one from the previous (reusing vectors)."""
+    """Builds the first router from scratch, and each later one from the previous (reusing vectors
+    and the embedder). ``embedder`` may be a model name (``auto`` picks by the first catalog)."""
 
     def build(catalog: Catalog, previous: Router | None) -> Router:
         if previous is not None:
             return previous.rebuilt(catalog, cache=cache)
-        return Router.build(catalog, embedder, cache=cache, ranking=ranking)
+        chosen = embedder_for(embedder, catalog) if isinstance(embedder, str) else embedder
+        return Router.build(catalog, chosen, cache=cache, ranking=ranking)
 
     return build
 

@@ -14,10 +14,11 @@ import numpy as np
 
 from toolsift.catalog import Catalog, Tool, fingerprint_tools
 from toolsift.embeddings import (
-    DEFAULT_MODEL,
+    AUTO_MODEL,
     Embedder,
     EmbeddingCache,
     compose_tool_text,
+    embedder_for,
     get_embedder,
 )
 from toolsift.errors import IndexMismatch, InvalidQuery, UnknownTool
@@ -133,7 +134,7 @@ class Router:
         progress: bool = False,
         ranking: RankingConfig | None = None,
     ) -> Router:
-        embedder = embedder or get_embedder(DEFAULT_MODEL)
+        embedder = embedder or embedder_for(AUTO_MODEL, catalog)
         started = time.perf_counter()
         index, stats = ToolIndex.build(catalog, embedder, kind=kind, cache=cache, progress=progress)
         router = cls(index, embedder, ranking)
