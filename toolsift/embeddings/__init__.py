@@ -11,7 +11,7 @@ from toolsift.embeddings.registry import (
     get_embedder,
     model_for,
 )
-from toolsift.embeddings.text import compose_tool_text, split_identifier
+from toolsift.embeddings.text import compose_tool_text, lexical_tool_text, split_identifier
 
 __all__ = [
     "AUTO_MODEL",
@@ -26,6 +26,7 @@ __all__ = [
     "embed_documents_cached",
     "embedder_for",
     "get_embedder",
+    "lexical_tool_text",
     "model_for",
     "normalise_rows",
     "split_identifier",

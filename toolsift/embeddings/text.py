@@ -20,19 +20,32 @@ def split_identifier(identifier: str) -> str:
 
 
 def compose_tool_text(tool: Tool) -> str:
-    """Name (split into words), description, tags, parameter names and example requests.
+    """Name (split into words), description, parameter names and example requests.
 
     The name comes first and the description second: small sentence encoders weigh the start of
     the text most, and truncate the end past their token limit.
+
+    Tags are left out of this text (they go into ``lexical_tool_text``): appended to a sentence
+    embedding, a list of category words drags every tool of a group ("scenario:students",
+    "huggingface", a team or a source) toward the same point, while BM25 matches a tag only when
+    the request says it and discounts tags that many tools share. Measured (Recall@5, samples of
+    up to 3,000 queries, default settings), tags in the embedded text / in the lexical text only:
+    metatool 0.749 / 0.771, sealtools 0.905 / 0.909, apibench 0.257 / 0.255; the bundled
+    catalog's plain queries 28 / 28 of 30 in the top 3 (27 with tags nowhere); Korean
+    (functionchat, 200 queries) 0.855 / 0.820.
     """
     parts = [f"{split_identifier(tool.name)}: {tool.description.strip()}"]
     if tool.annotations.title:
         parts.append(tool.annotations.title)
-    if tool.tags:
-        parts.append("Tags: " + ", ".join(tool.tags) + ".")
     parameters = tool.parameter_names()
     if parameters:
         parts.append("Parameters: " + ", ".join(split_identifier(p) for p in parameters) + ".")
     if tool.examples:
         parts.append("Examples: " + " ".join(tool.examples))
     return " ".join(parts)
+
+
+def lexical_tool_text(tool: Tool) -> str:
+    """The text BM25 indexes: ``compose_tool_text`` plus the tool's tags, as keywords."""
+    text = compose_tool_text(tool)
+    return f"{text} Tags: {', '.join(tool.tags)}." if tool.tags else text

@@ -29,7 +29,7 @@ from toolsift.errors import IndexMismatch, IndexNotFound
 from toolsift.index.faiss_index import FaissIndex, IndexKind, resolve_kind
 
 FORMAT_VERSION = 1
-TEXT_RECIPE_VERSION = 1  # bump when compose_tool_text changes what it produces
+TEXT_RECIPE_VERSION = 2  # bump when compose_tool_text changes what it produces
 
 MANIFEST = "manifest.json"
 CATALOG = "catalog.jsonl"

@@ -17,9 +17,9 @@ from toolsift.embeddings import (
     AUTO_MODEL,
     Embedder,
     EmbeddingCache,
-    compose_tool_text,
     embedder_for,
     get_embedder,
+    lexical_tool_text,
 )
 from toolsift.errors import IndexMismatch, InvalidQuery, UnknownTool
 from toolsift.index import BuildStats, IndexKind, ToolIndex
@@ -110,7 +110,7 @@ class Router:
         self.tag_index = TagIndex(index.catalog)
         self.ranking = ranking or RankingConfig()
         self.lexical = (
-            LexicalIndex([compose_tool_text(tool) for tool in index.catalog], word_and_cjk_tokens)
+            LexicalIndex([lexical_tool_text(tool) for tool in index.catalog], word_and_cjk_tokens)
             if self.ranking.lexical_weight > 0 and len(index.catalog)
             else None
         )
