@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,22 @@ def measure(size: int, queries: int = 200, kind: str = "auto", model: str = "all
         for step in (time_embed, time_route) if number % 2 else (time_route, time_embed):
             step()
 
+    # Three-step requests: routed with splitting (the default) and as one text, interleaved.
+
+    whole_router = Router(router.index, embedder, replace(router.ranking, split_intents=False))
+    steps = synthetic_queries(3 * queries + 30, seed=2)
+    multi = [f"{a}. Then {b}. Finally, {c}." for a, b, c in zip(steps[0::3], steps[1::3], steps[2::3], strict=False)]
+    multi_ms, multi_whole_ms = [], []
+    for number, query in enumerate(multi[:queries // 2]):
+        def time_split(text: str = query) -> None:
+            multi_ms.append(_timed_ms(lambda: router.route(text, 5)))
+
+        def time_whole(text: str = query.upper()) -> None:
+            multi_whole_ms.append(_timed_ms(lambda: whole_router.route(text, 5)))
+
+        for step in (time_split, time_whole) if number % 2 else (time_whole, time_split):
+            step()
+
     # The index alone, exact (the default) and approximate, on the same vectors and queries.
     import numpy as np
 
@@ -141,6 +158,9 @@ def measure(size: int, queries: int = 200, kind: str = "auto", model: str = "all
         "embed_ms": embed,
         "http_ms": _percentiles(http_ms),
         "route_vs_embed_p50": round(route["p50"] / embed["p50"], 3),
+        "multi_step_route_ms": _percentiles(multi_ms),
+        "multi_step_whole_ms": _percentiles(multi_whole_ms),
+        "multi_step_vs_whole_p50": round(_percentiles(multi_ms)["p50"] / _percentiles(multi_whole_ms)["p50"], 3),
         "flat_search_ms": _percentiles(flat_search_ms),
         "hnsw_search_ms": _percentiles(hnsw_search_ms),
         "hnsw_build_s": round(hnsw_build_s, 2),
@@ -165,7 +185,9 @@ def run_sizes(sizes: Sequence[int], queries: int, kind: str, model: str, echo: C
             f"  build {row['build_tools_per_s']:.0f} tools/s (bare encode {row['encode_texts_per_s']:.0f}/s, "
             f"ratio {row['build_vs_encode']:.2f}); route p50 {row['route_ms']['p50']:.2f} ms "
             f"(bare embed {row['embed_ms']['p50']:.2f} ms, ratio {row['route_vs_embed_p50']:.2f}); "
-            f"HTTP p50 {row['http_ms']['p50']:.2f} ms; peak RSS {row['peak_rss_mib']:.0f} MiB"
+            f"HTTP p50 {row['http_ms']['p50']:.2f} ms; three-step requests p50 {row['multi_step_route_ms']['p50']:.2f} ms "
+            f"split vs {row['multi_step_whole_ms']['p50']:.2f} ms whole (ratio {row['multi_step_vs_whole_p50']:.2f}); "
+            f"peak RSS {row['peak_rss_mib']:.0f} MiB"
         )
         rows.append(row)
     return {"schema": "toolsift-perf/1", "sizes": rows}

@@ -67,6 +67,22 @@ def performance_tables(perf: dict[str, Any]) -> str:
             f"{row['http_ms']['p50']:.2f} / {row['http_ms']['p95']:.2f} / {row['http_ms']['p99']:.2f} | "
             f"{row['peak_rss_mib']:.0f} | {row['index_mib']:.1f} |"
         )
+    if all("multi_step_route_ms" in row for row in perf["sizes"]):
+        lines += [
+            "",
+            "Three-step requests (\"please A. Then please B. Finally, please C.\"), routed with multi-part "
+            "splitting (the default: the request and its three parts embedded in one batch) and as one text, "
+            "interleaved:",
+            "",
+            "| tools | split p50 / p95 ms | whole p50 / p95 ms | split/whole p50 |",
+            "|---|---|---|---|",
+        ]
+        for row in perf["sizes"]:
+            split, whole = row["multi_step_route_ms"], row["multi_step_whole_ms"]
+            lines.append(
+                f"| {row['tools']:,} | {split['p50']:.2f} / {split['p95']:.2f} | {whole['p50']:.2f} / {whole['p95']:.2f} | "
+                f"{row['multi_step_vs_whole_p50']:.2f} |"
+            )
     lines += [
         "",
         "Index search alone (query vector given), exact flat vs approximate HNSW on the same vectors:",

@@ -235,8 +235,13 @@ class Router:
             allowed = np.setdiff1d(everything, pinned_ids, assume_unique=True)
         eligible = len(self.catalog) if allowed is None else int(allowed.shape[0])
         intents = [self._intents(query, k) if eligible else [] for query in checked]
-        texts = list(dict.fromkeys(text for query, parts in zip(checked, intents, strict=True) for text in (query, *parts)))
-        vectors = dict(zip(texts, self.embed_queries(texts), strict=True)) if eligible else {}
+        vectors: dict[str, Vector] = {}
+        if eligible:
+            # Parts in their own batch: padded to the longest part, not to the whole request.
+            part_texts = list(dict.fromkeys(part for parts in intents for part in parts if part not in checked))
+            for batch in (list(dict.fromkeys(checked)), part_texts):
+                if batch:
+                    vectors.update(zip(batch, self.embed_queries(batch), strict=True))
         results = []
         for query, parts in zip(checked, intents, strict=True):
             matches: list[Match] = []
