@@ -38,7 +38,7 @@ browser:
 
 lint: install
 	$(BIN)/ruff check toolsift tests benchmarks
-	$(BIN)/mypy toolsift
+	$(BIN)/mypy toolsift tests
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

@@ -14,7 +14,8 @@ from toolsift.index import ExactIndex, FaissIndex, ToolIndex
 
 def random_unit_vectors(n: int, dim: int, seed: int) -> np.ndarray:
     vectors = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit: np.ndarray = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return unit
 
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])

@@ -63,7 +63,7 @@ def test_static_checks_each_fire_with_a_suggestion() -> None:
 
 
 def test_token_cost_check() -> None:
-    huge = {**GOOD, "description": GOOD["description"] + " word" * 3000}
+    huge = {**GOOD, "description": str(GOOD["description"]) + " word" * 3000}
     report = lint_catalog(parse_catalog([huge], source="huge"))
     costly = [f for f in report.findings if f.code == "costly-schema"]
     assert costly and costly[0].details["tokens"] > 600
