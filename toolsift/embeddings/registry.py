@@ -28,7 +28,7 @@ def model_for(name: str, texts: Iterable[str]) -> str:
     Latin script (Korean, Chinese, Japanese, Cyrillic, Arabic...), where that English-only model
     reads little and the all-MiniLM-L6-v2+multilingual-e5-small ensemble is used.
 
-    Measured on the shared datasets (RESULTS.md): Korean Recall@5 0.72 -> 0.85 with the ensemble,
+    Measured on the shared datasets (RESULTS.md): Korean Recall@5 0.715 -> 0.820 with the ensemble,
     at about three times the build time and a second query embedding."""
     if name != AUTO_MODEL:
         return name
