@@ -71,7 +71,8 @@ def performance_tables(perf: dict[str, Any]) -> str:
         lines += [
             "",
             "Three-step requests (\"please A. Then please B. Finally, please C.\"), routed with multi-part "
-            "splitting (the default: the request and its three parts embedded in one batch) and as one text, "
+            "splitting (the default: the request embedded, then its three parts in one batch, each part ranked too) "
+            "and as one text, "
             "interleaved:",
             "",
             "| tools | split p50 / p95 ms | whole p50 / p95 ms | split/whole p50 |",
