@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from test_ranking import TOOLS, ConstantEmbedder
 
@@ -89,6 +91,13 @@ def test_single_intent_queries_and_k1_rank_as_without_splitting() -> None:
     assert split.route(TWO_STEPS, k=1).matches == plain.route(TWO_STEPS, k=1).matches
 
 
+def test_split_intents_can_be_set_per_call() -> None:
+    on, off = lexical_router(intent_min_score=1.0), lexical_router(intent_min_score=1.0, split_intents=False)
+    assert on.route(TWO_STEPS, k=3, split_intents=False).matches == off.route(TWO_STEPS, k=3).matches
+    assert off.route(TWO_STEPS, k=3, split_intents=True).matches == on.route(TWO_STEPS, k=3).matches
+    assert any(m.intent for m in on.route(TWO_STEPS, k=3).matches)
+
+
 def test_min_score_applies_to_parts_too() -> None:
     router = lexical_router(intent_min_score=0.0)
     everything = router.route(TWO_STEPS, k=4)
@@ -106,6 +115,9 @@ def test_http_matches_name_their_part(bundled_router: Router) -> None:
 
     with TestClient(create_app(bundled_router)) as client:
         body = client.post("/route", json={"query": THREE_STEPS, "k": 3}).json()
+        whole = client.post("/route", json={"query": THREE_STEPS, "k": 3, "split_intents": False}).json()
+    assert all(m["intent"] is None for m in whole["matches"])
+    assert "get_exchange_rate" not in [m["name"] for m in whole["matches"]]  # the step ranking whole misses
     intents = {m["name"]: m["intent"] for m in body["matches"]}
     assert intents["get_exchange_rate"] == "Convert 250 US dollars to euros."
     assert intents[body["matches"][0]["name"]] is None
@@ -132,3 +144,17 @@ def test_settings_turn_splitting_off_and_reject_a_bad_value() -> None:
     assert (ranking.split_intents, ranking.intent_min_score) == (False, 3.5)
     with pytest.raises(ToolsiftError, match="TOOLSIFT_SPLIT_INTENTS='maybe'.*true or false"):
         Settings.from_env({"TOOLSIFT_SPLIT_INTENTS": "maybe"})
+
+
+@pytest.mark.model
+def test_cli_route_shows_each_parts_tool_and_can_turn_splitting_off(bundled_index: Path) -> None:
+    from click.testing import CliRunner
+
+    from toolsift.cli import main
+
+    split = CliRunner().invoke(main, ["route", THREE_STEPS, "--index", str(bundled_index), "-k", "3"])
+    assert split.exit_code == 0, split.output
+    assert "get_exchange_rate" in split.output and "for: Convert 250 US dollars to euros." in split.output
+    whole = CliRunner().invoke(main, ["route", THREE_STEPS, "--index", str(bundled_index), "-k", "3", "--no-split-intents"])
+    assert whole.exit_code == 0, whole.output
+    assert "for:" not in whole.output and "get_exchange_rate" not in whole.output

@@ -100,14 +100,15 @@ def build(catalog: Path | None, out: Path | None, model: str | None, kind: str |
 @click.option("--pin", "pinned", multiple=True, help="A tool to include whatever the query (repeatable); not counted in k.")
 @click.option("--min-score", type=float, help="Drop tools whose ranking score is below this.")
 @click.option("--lexical-weight", type=click.FloatRange(0, 10), help="Weight of the standardised BM25 part of the score; 0 = dense only [default: 0.5].")
+@click.option("--split-intents/--no-split-intents", default=None, help="Route each part of a multi-part request too [default: TOOLSIFT_SPLIT_INTENTS, on].")
 @click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), help="Print the tool definitions in this form, as JSON.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
-def route(query: str, index_path: Path | None, k: int, tags: str | None, all_tags: str | None, exclude_tags: str | None, access: Access, pinned: tuple[str, ...], min_score: float | None, lexical_weight: float | None, output_format: str | None, as_json: bool) -> None:
+def route(query: str, index_path: Path | None, k: int, tags: str | None, all_tags: str | None, exclude_tags: str | None, access: Access, pinned: tuple[str, ...], min_score: float | None, lexical_weight: float | None, split_intents: bool | None, output_format: str | None, as_json: bool) -> None:
     """Print the tools that best fit QUERY."""
     settings = Settings.from_env(None, index_path=index_path, lexical_weight=lexical_weight)
     router = Router.load(settings.index_path, ranking=settings.ranking())
     rules = TagRules.parse(tags, all_tags, exclude_tags, access=access)
-    result = router.route(query, k, rules, min_score=min_score, pinned=pinned)
+    result = router.route(query, k, rules, min_score=min_score, pinned=pinned, split_intents=split_intents)
     if output_format or as_json:
         payload: Any = result.definitions(output_format or "toolsift")  # type: ignore[arg-type]
         if as_json:

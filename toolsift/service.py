@@ -85,6 +85,11 @@ class RouteRequest(BaseModel):
     min_score: float | None = Field(
         default=None, ge=-100.0, le=100.0, description="Drop tools whose ranking score (in standard deviations) is below this"
     )
+    split_intents: bool | None = Field(
+        default=None,
+        description="Route each part of a multi-part request too (see README, Ranking); null: the server's "
+        "setting (TOOLSIFT_SPLIT_INTENTS, on by default)",
+    )
     access: Access = Field(
         default="any",
         description="read_only: only tools annotated readOnlyHint; non_destructive: also those "
@@ -382,7 +387,8 @@ def create_app(
         scope = scope_of(tenant, current)
         rules = request.rules()
         result = current.route(
-            request.query, request.k, rules, min_score=request.min_score, pinned=request.pinned, scope=scope
+            request.query, request.k, rules, min_score=request.min_score, pinned=request.pinned, scope=scope,
+            split_intents=request.split_intents,
         )
         body = deliver(
             current, result, output_format=request.format, delivery=request.delivery, rules=rules,

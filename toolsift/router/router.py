@@ -203,6 +203,7 @@ class Router:
         min_score: float | None = None,
         pinned: Sequence[str] = (),
         scope: IdArray | None = None,
+        split_intents: bool | None = None,
     ) -> RouteResult:
         """The ``k`` tools that best fit ``query`` among those ``rules`` allow.
 
@@ -210,8 +211,11 @@ class Router:
         drops matches scoring below it, so a query no tool fits can return fewer or none.
         ``pinned`` names tools delivered whatever the query and the rules; they are not ranked
         and do not take any of the ``k`` places. ``scope`` (sorted ids, e.g. a tenant's visible
-        tools) limits everything, errors included, to those tools."""
-        return self.route_many([query], k, rules, min_score=min_score, pinned=pinned, scope=scope)[0]
+        tools) limits everything, errors included, to those tools. ``split_intents`` overrides
+        the ranking config for this call (route each part of a multi-part request too)."""
+        return self.route_many(
+            [query], k, rules, min_score=min_score, pinned=pinned, scope=scope, split_intents=split_intents
+        )[0]
 
     def route_many(
         self,
@@ -222,6 +226,7 @@ class Router:
         min_score: float | None = None,
         pinned: Sequence[str] = (),
         scope: IdArray | None = None,
+        split_intents: bool | None = None,
     ) -> list[RouteResult]:
         """``route`` for several queries, embedding them in one batch."""
         started = time.perf_counter()
@@ -234,7 +239,8 @@ class Router:
             everything = np.arange(len(self.catalog), dtype=np.int64) if allowed is None else allowed
             allowed = np.setdiff1d(everything, pinned_ids, assume_unique=True)
         eligible = len(self.catalog) if allowed is None else int(allowed.shape[0])
-        intents = [self._intents(query, k) if eligible else [] for query in checked]
+        split = self.ranking.split_intents if split_intents is None else split_intents
+        intents = [self._intents(query, k) if eligible and split else [] for query in checked]
         vectors: dict[str, Vector] = {}
         if eligible:
             # Parts in their own batch: padded to the longest part, not to the whole request.
@@ -264,7 +270,7 @@ class Router:
 
     def _intents(self, query: str, k: int) -> list[str]:
         """The parts of a multi-part query, each routed on its own too; [] when it has one part."""
-        if not self.ranking.split_intents or k < 2:
+        if k < 2:
             return []
         parts = split_intents(query)
         return parts if len(parts) > 1 else []
