@@ -162,7 +162,10 @@ def serve(index_path: Path | None, catalog: Path | None, host: str | None, port:
             _load_catalog(catalog, "auto")
             os.environ["TOOLSIFT_CATALOG_PATH"] = str(catalog.resolve())
     elif catalog is not None and not (settings.index_path / "manifest.json").is_file():
-        router = Router.build(_load_catalog(catalog, "auto"), cache=_open_cache(settings, False))
+        from toolsift.embeddings import embedder_for
+
+        tools = _load_catalog(catalog, "auto")
+        router = Router.build(tools, embedder_for(settings.model, tools), cache=_open_cache(settings, False))
         router.save(settings.index_path)
     os.environ["TOOLSIFT_INDEX_PATH"] = str(settings.index_path)
     from toolsift.observability import logging_config
@@ -209,8 +212,10 @@ def lint(catalog: Path, queries: Path | None, k: int, threshold: float, no_embed
     router = None
     labelled: list[tuple[str, tuple[str, ...]]] = []
     if not no_embeddings:
+        from toolsift.embeddings import embedder_for
+
         settings = Settings.from_env()
-        router = Router.build(tools, cache=_open_cache(settings, False))
+        router = Router.build(tools, embedder_for(settings.model, tools), cache=_open_cache(settings, False))
         if queries is not None:
             from toolsift.bench.datasets import load_queries
 
