@@ -70,8 +70,8 @@ def main(accuracy_path: str, performance_path: str, *others: str) -> str:
     return "\n".join([
         "# Benchmark results",
         "",
-        f"toolsift {accuracy['toolsift_version']}, model `{accuracy['model']}` (auto: all-MiniLM-L6-v2, or the "
-        "all-MiniLM-L6-v2+multilingual-e5-small ensemble for catalogs described mostly in a non-Latin script; "
+        f"toolsift {accuracy['toolsift_version']}, model `{accuracy['model']}` (auto: all-MiniLM-L6-v2, or "
+        "multilingual-e5-small for catalogs described mostly in a non-Latin script; "
         f"each dataset's heading names the one used), {accuracy['created_at']}. "
         "Regenerate everything with `make bench` (2 CPU cores, no GPU).",
         "",
