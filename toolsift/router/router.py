@@ -244,8 +244,10 @@ class Router:
         vectors: dict[str, Vector] = {}
         if eligible:
             # Parts in their own batch: padded to the longest part, not to the whole request.
-            part_texts = list(dict.fromkeys(part for parts in intents for part in parts if part not in checked))
-            for batch in (list(dict.fromkeys(checked)), part_texts):
+            wholes = list(dict.fromkeys(checked))
+            known = set(wholes)
+            part_texts = list(dict.fromkeys(part for parts in intents for part in parts if part not in known))
+            for batch in (wholes, part_texts):
                 if batch:
                     vectors.update(zip(batch, self.embed_queries(batch), strict=True))
         results = []
