@@ -13,6 +13,7 @@ import orjson
 from toolsift._version import __version__
 from toolsift.catalog import Catalog, load_catalog
 from toolsift.catalog.loader import DIALECTS
+from toolsift.embeddings import embedder_for
 from toolsift.errors import ToolsiftError
 from toolsift.index import INDEX_KINDS
 from toolsift.router import ACCESS_POLICIES, MAX_K, OUTPUT_FORMATS, Access, Router, TagRules, deliver
@@ -70,8 +71,6 @@ def build(catalog: Path | None, out: Path | None, model: str | None, kind: str |
             click.echo(f"skipped: {problem}", err=True)
     else:
         tools = _load_catalog(catalog, dialect)
-    from toolsift.embeddings import embedder_for
-
     started = time.perf_counter()
     embedder = embedder_for(settings.model, tools)
     load_seconds = time.perf_counter() - started
@@ -162,8 +161,6 @@ def serve(index_path: Path | None, catalog: Path | None, host: str | None, port:
             _load_catalog(catalog, "auto")
             os.environ["TOOLSIFT_CATALOG_PATH"] = str(catalog.resolve())
     elif catalog is not None and not (settings.index_path / "manifest.json").is_file():
-        from toolsift.embeddings import embedder_for
-
         tools = _load_catalog(catalog, "auto")
         router = Router.build(tools, embedder_for(settings.model, tools), cache=_open_cache(settings, False))
         router.save(settings.index_path)
@@ -212,8 +209,6 @@ def lint(catalog: Path, queries: Path | None, k: int, threshold: float, no_embed
     router = None
     labelled: list[tuple[str, tuple[str, ...]]] = []
     if not no_embeddings:
-        from toolsift.embeddings import embedder_for
-
         settings = Settings.from_env()
         router = Router.build(tools, embedder_for(settings.model, tools), cache=_open_cache(settings, False))
         if queries is not None:
@@ -321,8 +316,6 @@ def abstention_bench(dataset_dirs: tuple[Path, ...], datasets_root: Path | None,
     from toolsift.bench.abstention import abstention_table, run_abstention
     from toolsift.bench.datasets import find_datasets, load_dataset
     from toolsift.bench.runner import write_json
-    from toolsift.embeddings import embedder_for
-
     folders = list(dataset_dirs) + (find_datasets(datasets_root) if datasets_root else [])
     if not folders:
         raise click.UsageError("say what to run: --dataset DIR or --datasets ROOT")
@@ -357,8 +350,6 @@ def sessions_bench(dataset_dirs: tuple[Path, ...], datasets_root: Path | None, s
     from toolsift.bench.runner import write_json
     from toolsift.bench.sessions import SessionPlan, run_sessions, sessions_table
     from toolsift.bench.tokens import SchemaTokens
-    from toolsift.embeddings import embedder_for
-
     folders = list(dataset_dirs) + (find_datasets(datasets_root) if datasets_root else [])
     if not folders:
         raise click.UsageError("say what to run: --dataset DIR or --datasets ROOT")

@@ -72,8 +72,7 @@ def performance_tables(perf: dict[str, Any]) -> str:
             "",
             "Three-step requests (\"please A. Then please B. Finally, please C.\"), routed with multi-part "
             "splitting (the default: the request embedded, then its three parts in one batch, each part ranked too) "
-            "and as one text, "
-            "interleaved:",
+            "and as one text, interleaved:",
             "",
             "| tools | split p50 / p95 ms | whole p50 / p95 ms | split/whole p50 |",
             "|---|---|---|---|",

@@ -14,7 +14,7 @@ from toolsift.types import IdArray
 _ALNUM_RUN = re.compile(r"[^\W_]+", re.UNICODE)  # letters and digits; '_' and punctuation split
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 # Hangul, CJK ideographs, kana: scripts where whitespace does not separate words well.
-_CJK_RUN = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+CJK_RUN = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 
 Tokenizer = Callable[[str], list[str]]
 
@@ -31,7 +31,7 @@ def word_tokens(text: str) -> list[str]:
 def cjk_bigrams(text: str) -> list[str]:
     """Character bigrams of each Hangul/CJK run (a one-character run gives none)."""
     grams: list[str] = []
-    for run in _CJK_RUN.findall(text):
+    for run in CJK_RUN.findall(text):
         grams.extend(run[i:i + 2] for i in range(len(run) - 1))
     return grams
 

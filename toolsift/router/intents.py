@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 
+from toolsift.index.lexical import CJK_RUN
+
 MAX_PARTS = 8
 """At most this many parts are routed apart (each costs a short query embedding)."""
 MIN_PART_WORDS = 3
@@ -42,7 +44,6 @@ _LEADING_CONNECTIVE = re.compile(
 )
 _ABBREVIATION_END = re.compile(r"\b(?:e\.g|i\.e|etc|vs|approx|incl|no|mr|mrs|ms|dr|st|a\.m|p\.m)\.$", re.IGNORECASE)
 _TRAILING_CONJUNCTION = re.compile(r"(?:,\s*|\s+)(?:and|or)\s*$", re.IGNORECASE)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
 def split_intents(query: str, max_parts: int = MAX_PARTS) -> list[str]:
@@ -75,6 +76,6 @@ def _clean(part: str) -> str:
 
 
 def _is_substantial(text: str) -> bool:
-    if _CJK.search(text):
+    if CJK_RUN.search(text):
         return len(text.replace(" ", "")) >= MIN_PART_CHARS_CJK
     return len(text.split()) >= MIN_PART_WORDS
