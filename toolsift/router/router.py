@@ -23,7 +23,7 @@ from toolsift.embeddings import (
 )
 from toolsift.errors import IndexMismatch, InvalidQuery, UnknownTool
 from toolsift.index import BuildStats, IndexKind, ToolIndex
-from toolsift.index.lexical import LexicalIndex, word_and_cjk_tokens
+from toolsift.index.lexical import LexicalIndex, search_tokens
 from toolsift.router.formats import OutputFormat, format_tool
 from toolsift.router.intents import split_intents
 from toolsift.router.ranking import DenseMoments, Ranked, RankingConfig, rank
@@ -110,7 +110,7 @@ class Router:
         self.tag_index = TagIndex(index.catalog)
         self.ranking = ranking or RankingConfig()
         self.lexical = (
-            LexicalIndex([lexical_tool_text(tool) for tool in index.catalog], word_and_cjk_tokens)
+            LexicalIndex([lexical_tool_text(tool) for tool in index.catalog], search_tokens)
             if self.ranking.lexical_weight > 0 and len(index.catalog)
             else None
         )
