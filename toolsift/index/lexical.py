@@ -57,7 +57,8 @@ def search_tokens(text: str) -> list[str]:
     whole queries; the samples of benchmarks/RESULTS.md): apibench 0.256 -> 0.296, metatool
     0.771 -> 0.794, sealtools 0.754 -> 0.764; stemming alone gave 0.276 / 0.791 / 0.738."""
     words = [word for word in word_tokens(text) if word not in STOP_WORDS]
-    return _english_stemmer.stemWords(words) + cjk_bigrams(text)
+    stems: list[str] = _english_stemmer.stemWords(words)
+    return stems + cjk_bigrams(text)
 
 
 class LexicalIndex:
