@@ -53,6 +53,30 @@ def test_tool_text_has_name_words_description_and_parameters_but_not_tags() -> N
     assert lexical_tool_text(tool) == f"{text} Tags: weather."  # but matched as keywords
 
 
+def test_parameter_descriptions_and_choices_are_lexical_text_only() -> None:
+    tool = parse_tool(
+        {
+            "name": "get_forecast",
+            "description": "Weather forecast.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "City name, e.g. Paris"},
+                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                    "days": {
+                        "type": "array",
+                        "items": {"type": "object", "properties": {"date": {"type": "string", "description": "ISO day"}}},
+                    },
+                },
+            },
+        }
+    )
+    assert tool.parameter_descriptions() == ["City name, e.g. Paris", "celsius, fahrenheit", "ISO day"]
+    text = compose_tool_text(tool)
+    assert "Paris" not in text and "celsius" not in text  # not embedded
+    assert lexical_tool_text(tool) == f"{text} Parameter details: City name, e.g. Paris celsius, fahrenheit ISO day"
+
+
 def test_hashing_embedder_is_deterministic_and_normalised() -> None:
     embedder = HashingEmbedder(32)
     first = embedder.embed_documents(["send an email", "weather today"])

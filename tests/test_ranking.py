@@ -78,6 +78,24 @@ def test_identifier_words_and_korean_bigrams_are_matched(constant_router: Router
     assert constant_router.route("요즘 박스오피스 순위가 궁금해", k=1).names == ["getTodayBoxOfficeRanking"]
 
 
+def test_word_forms_and_parameter_details_are_matched() -> None:
+    router = Router.build(
+        parse_catalog(
+            TOOLS
+            + [
+                {"name": "convert_units", "description": "Convert a quantity.",
+                 "parameters": {"type": "object", "properties": {
+                     "unit": {"type": "string", "enum": ["celsius", "fahrenheit", "kelvin"]}}}},
+            ]
+        ),
+        ConstantEmbedder(),
+    )
+    # "refunds"/"payments" meet "refund_payment" through their stems
+    assert router.route("I need refunds for these payments", k=1).names == ["refund_payment"]
+    # a word found only among a parameter's allowed values
+    assert router.route("what is 300 kelvin", k=1).names == ["convert_units"]
+
+
 def test_weight_zero_is_plain_dense_order(constant_router: Router) -> None:
     dense = Router(constant_router.index, constant_router.embedder, RankingConfig(lexical_weight=0))
     result = dense.route("please refund this payment", k=4)

@@ -94,6 +94,13 @@ class Tool(BaseModel):
         properties = self.parameters.get("properties", {})
         return list(properties) if isinstance(properties, dict) else []
 
+    def parameter_descriptions(self) -> list[str]:
+        """The ``description`` of each parameter and its allowed (``enum``) values, nested
+        objects and array items included, in schema order."""
+        found: list[str] = []
+        _collect_descriptions(self.parameters, found)
+        return found
+
     def canonical_json(self) -> bytes:
         """Bytes that are identical for identical tools, whatever order their keys came in."""
         return orjson.dumps(
@@ -196,3 +203,21 @@ def fingerprint_sequence(tools: Iterable[Tool]) -> str:
         digest.update(tool.canonical_json())
         digest.update(b"\n")
     return f"sha256:{digest.hexdigest()}"
+
+
+def _collect_descriptions(schema: Any, found: list[str], depth: int = 0) -> None:
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict) or depth > 8:
+        return
+    for spec in properties.values():
+        if not isinstance(spec, dict):
+            continue
+        description = spec.get("description")
+        if isinstance(description, str) and description.strip():
+            found.append(description.strip())
+        choices = spec.get("enum")
+        if isinstance(choices, list) and choices:
+            found.append(", ".join(str(choice) for choice in choices))
+        _collect_descriptions(spec, found, depth + 1)
+        _collect_descriptions(spec.get("items"), found, depth + 1)
+

@@ -46,6 +46,19 @@ def compose_tool_text(tool: Tool) -> str:
 
 
 def lexical_tool_text(tool: Tool) -> str:
-    """The text BM25 indexes: ``compose_tool_text`` plus the tool's tags, as keywords."""
-    text = compose_tool_text(tool)
-    return f"{text} Tags: {', '.join(tool.tags)}." if tool.tags else text
+    """The text BM25 indexes: ``compose_tool_text`` plus the parameters' descriptions and allowed
+    values, and the tool's tags, as keywords.
+
+    Parameter descriptions name what a request mentions ("the city, e.g. Paris", "celsius,
+    fahrenheit"). BM25 weighs each word by its rarity, so they add evidence without drowning the
+    description; in the embedded text they dilute it instead. Measured (Recall@5 of the fused
+    ranking, whole queries, all-MiniLM-L6-v2, samples of benchmarks/RESULTS.md), without / with
+    them here: sealtools 0.764 / 0.792, apibench 0.296 / 0.298, metatool 0.794 / 0.794 (no
+    parameters); embedded as well: sealtools 0.796, apibench 0.280."""
+    parts = [compose_tool_text(tool)]
+    details = tool.parameter_descriptions()
+    if details:
+        parts.append("Parameter details: " + " ".join(details))
+    if tool.tags:
+        parts.append(f"Tags: {', '.join(tool.tags)}.")
+    return " ".join(parts)
