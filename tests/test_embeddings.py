@@ -50,7 +50,7 @@ def test_tool_text_has_name_words_description_and_parameters_but_not_tags() -> N
     assert text.startswith("get weather forecast: Forecast for the coming days.")
     assert "Parameters: city name." in text and "will it rain tomorrow" in text
     assert "weather" not in text.lower().removeprefix("get weather forecast")  # tags: not embedded
-    assert lexical_tool_text(tool) == f"{text} Tags: weather."  # but matched as keywords
+    assert lexical_tool_text(tool) == f"get weather forecast {text} Tags: weather."  # but matched as keywords
 
 
 def test_parameter_descriptions_and_choices_are_lexical_text_only() -> None:
@@ -74,7 +74,7 @@ def test_parameter_descriptions_and_choices_are_lexical_text_only() -> None:
     assert tool.parameter_descriptions() == ["City name, e.g. Paris", "celsius, fahrenheit", "ISO day"]
     text = compose_tool_text(tool)
     assert "Paris" not in text and "celsius" not in text  # not embedded
-    assert lexical_tool_text(tool) == f"{text} Parameter details: City name, e.g. Paris celsius, fahrenheit ISO day"
+    assert lexical_tool_text(tool) == f"get forecast {text} Parameter details: City name, e.g. Paris celsius, fahrenheit ISO day"
 
 
 def test_hashing_embedder_is_deterministic_and_normalised() -> None:

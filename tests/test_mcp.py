@@ -280,10 +280,12 @@ def test_search_tools_over_mcp_in_process(bundled_router: Router) -> None:
         async with Client(create_mcp_server(lambda: bundled_router)) as client:
             listed = await client.list_tools()
             assert [t.name for t in listed.tools] == ["search_tools"]
-            result = await client.call_tool("search_tools", {"query": "send an email to Dana about the launch", "k": 3})
+            query = "Email Sarah the quarterly report"
+            result = await client.call_tool("search_tools", {"query": query, "k": 3})
             assert not result.is_error and result.structured_content is not None
             names = [m["name"] for m in result.structured_content["matches"]]
             assert "send_email" in names
+            assert names == bundled_router.route(query, k=3).names  # the library's ranking, unchanged
             assert all("inputSchema" in tool for tool in result.structured_content["tools"])
             bad = await client.call_tool("search_tools", {"query": "x", "tags": ["emial"]})
             assert bad.is_error and "Did you mean 'email'" in bad.content[0].text  # type: ignore[union-attr]

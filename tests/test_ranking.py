@@ -47,10 +47,10 @@ def test_lexical_part_breaks_dense_ties(constant_router: Router) -> None:
     assert result.names[0] == "refund_payment"
     top = result.matches[0]
     assert top.similarity == pytest.approx(1.0) and top.lexical == pytest.approx(1.0)
-    # score = z(cosine) + 0.5 * z(bm25), each standardised over the catalog for this query
+    # score = z(cosine) + 0.3 * z(bm25), each standardised over the catalog for this query
     assert constant_router.lexical is not None
     bm25 = constant_router.lexical.scores("please refund this payment")
-    expected_lexical = 0.5 * (bm25[2] - bm25.mean()) / bm25.std()
+    expected_lexical = 0.3 * (bm25[2] - bm25.mean()) / bm25.std()
     assert top.dense_part == pytest.approx(0.0, abs=1e-4)  # every cosine is equal: no dense evidence
     assert top.lexical_part == pytest.approx(expected_lexical, rel=1e-4)
     assert top.score == pytest.approx(top.dense_part + top.lexical_part, abs=1e-5)

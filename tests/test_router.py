@@ -140,8 +140,9 @@ def test_bundled_catalog_finds_the_obvious_tool(bundled_router: Router) -> None:
         top3 += wanted in names
         if names[0] != wanted:
             misses.append((query, wanted, names))
-    # Measured with all-MiniLM-L6-v2 (tags in the lexical text only): dense only and hybrid
-    # (default) both 25/30 top-1, 28/30 top-3 (with tags in neither text: 27/30 top-3).
+    # Measured with all-MiniLM-L6-v2 (tags in the lexical text only): dense only 25/30 top-1,
+    # 28/30 top-3; hybrid (default: stemmed BM25 with parameter details, weight 0.3) 26/30 and
+    # 28/30 (with tags in neither text: 27/30 top-3).
     assert top1 >= 0.8 * len(PLAIN_QUERIES), misses
     assert top3 >= 0.93 * len(PLAIN_QUERIES), misses
 

@@ -36,7 +36,7 @@ class Settings:
     cache_dir: Path | None = field(default_factory=_default_cache_dir)
     host: str = "127.0.0.1"
     port: int = 8000
-    lexical_weight: float = 0.5
+    lexical_weight: float = 0.3  # = toolsift.router.ranking.DEFAULT_LEXICAL_WEIGHT (kept light: no index import here)
     split_intents: bool = True
     """Route each part of a multi-part request too (see toolsift.router.intents)."""
     intent_min_score: float = 5.0

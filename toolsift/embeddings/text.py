@@ -46,8 +46,11 @@ def compose_tool_text(tool: Tool) -> str:
 
 
 def lexical_tool_text(tool: Tool) -> str:
-    """The text BM25 indexes: ``compose_tool_text`` plus the parameters' descriptions and allowed
-    values, and the tool's tags, as keywords.
+    """The text BM25 indexes: the name's words, then ``compose_tool_text`` (so the name counts
+    twice, a field boost: "send an email" should meet ``send_email`` before the tools that only
+    mention e-mail), the parameters' descriptions and allowed values, and the tool's tags, as
+    keywords. The name boost, measured like the parameters below (weight 0.3): apibench 0.303 ->
+    0.308, metatool 0.800 -> 0.804, sealtools and functionchat_ko unchanged.
 
     Parameter descriptions name what a request mentions ("the city, e.g. Paris", "celsius,
     fahrenheit"). BM25 weighs each word by its rarity, so they add evidence without drowning the
@@ -55,7 +58,7 @@ def lexical_tool_text(tool: Tool) -> str:
     ranking, whole queries, all-MiniLM-L6-v2, samples of benchmarks/RESULTS.md), without / with
     them here: sealtools 0.764 / 0.792, apibench 0.296 / 0.298, metatool 0.794 / 0.794 (no
     parameters); embedded as well: sealtools 0.796, apibench 0.280."""
-    parts = [compose_tool_text(tool)]
+    parts = [split_identifier(tool.name), compose_tool_text(tool)]
     details = tool.parameter_descriptions()
     if details:
         parts.append("Parameter details: " + " ".join(details))
