@@ -40,6 +40,36 @@ def other_model_section(path: str) -> str:
     ])
 
 
+TARGETS = {"metatool": 0.60, "apibench": 0.35, "sealtools": 0.85, "functionchat_ko": 0.90}
+"""Recall@5 goals per dataset (issue "Accuracy"); on every dataset also >= bm25 + 0.15 and >= dense + 0.05."""
+BM25_MARGIN, DENSE_MARGIN = 0.15, 0.05
+
+
+def targets_section(results: list[DatasetResult]) -> str:
+    def mark(value: float, goal: float) -> str:
+        return f"{goal:.3f} {'✓' if value >= goal - 5e-4 else '✗'} ({value - goal:+.3f})"
+
+    lines = [
+        "## Accuracy goals (Recall@5, default settings)",
+        "",
+        "Each goal with whether toolsift meets it and by how much: an absolute goal per dataset, "
+        f"bm25 + {BM25_MARGIN} and dense + {DENSE_MARGIN} (the baselines above, same model).",
+        "",
+        "| dataset | model | toolsift R@5 | goal | bm25 + 0.15 | dense + 0.05 |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for result in results:
+        if result.dataset not in TARGETS or "toolsift" not in result.methods:
+            continue
+        value = result.value("toolsift", "recall", 5)
+        lines.append(
+            f"| {result.dataset} | {result.model} | {value:.3f} | {mark(value, TARGETS[result.dataset])} "
+            f"| {mark(value, result.value('bm25', 'recall', 5) + BM25_MARGIN)} "
+            f"| {mark(value, result.value('dense', 'recall', 5) + DENSE_MARGIN)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def sessions_section(document: dict[str, Any]) -> str:
     first = document["results"][0]
     model = first["cost_model"]
@@ -88,6 +118,7 @@ def main(accuracy_path: str, performance_path: str, *others: str) -> str:
         "time; query embedding is shown apart.",
         "",
         accuracy_tables(results, accuracy["ks"]),
+        targets_section(results),
         "## Performance",
         "",
         f"Command: `{performance['command']}`",

@@ -199,3 +199,22 @@ def test_abstention_bench_command(tmp_path: Path, tiny_dataset: Path) -> None:
     rows = document["results"][0]["rows"]
     assert document["schema"] == "toolsift-abstention/1" and len(rows) >= 5
     assert all(a["recall_kept"] >= b["recall_kept"] and a["abstained"] <= b["abstained"] for a, b in zip(rows, rows[1:], strict=False))
+
+
+def test_results_md_marks_each_accuracy_goal() -> None:
+    import importlib.util
+
+    from toolsift.bench.accuracy import DatasetResult
+
+    spec = importlib.util.spec_from_file_location("results_md", Path(__file__).parents[1] / "benchmarks" / "results_md.py")
+    assert spec is not None and spec.loader is not None
+    results_md = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(results_md)
+
+    def row(method: str, value: float) -> dict[str, object]:
+        return {"dataset": "metatool", "method": method, "lang": "all", "metric": "recall", "k": 5, "value": value}
+
+    result = DatasetResult("metatool", 10, 5, "m", [row("toolsift", 0.70), row("bm25", 0.50), row("dense", 0.68)])
+    table = results_md.targets_section([result, DatasetResult("other", 1, 1, "m", [row("toolsift", 1.0)])])
+    assert "| metatool | m | 0.700 | 0.600 ✓ (+0.100) | 0.650 ✓ (+0.050) | 0.730 ✗ (-0.030) |" in table
+    assert "other" not in table  # no goal for datasets the issue does not name

@@ -28,9 +28,10 @@ def model_for(name: str, texts: Iterable[str]) -> str:
     Latin script (Korean, Chinese, Japanese, Cyrillic, Arabic...), where that English-only model
     reads little and multilingual-e5-small is used.
 
-    Measured on the shared Korean set (RESULTS.md): Recall@5 0.715 with all-MiniLM-L6-v2, 0.830
-    with multilingual-e5-small, 0.820 with the ensemble of both (twice e5's query time). On the
-    English sets neither e5 nor the ensemble beats all-MiniLM-L6-v2 by more than 0.01."""
+    Measured on the shared Korean set (RESULTS.md, default ranking): Recall@5 0.630 with
+    all-MiniLM-L6-v2, 0.880 with multilingual-e5-small, 0.855 with the ensemble of both (twice
+    e5's query time). On the English sets the ensemble is at best +0.003 (sealtools) and down to
+    -0.024 (apibench) against all-MiniLM-L6-v2 alone."""
     if name != AUTO_MODEL:
         return name
     return MULTILINGUAL_MODEL if non_latin_share(texts) >= NON_LATIN_SHARE else DEFAULT_MODEL
