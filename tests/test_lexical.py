@@ -49,3 +49,12 @@ def test_stemmed_bm25_matches_other_word_forms() -> None:
     assert stemmed.search(query, 3)[1].tolist() == [0]
     # function words alone match nothing (they would match every tool that has them)
     assert stemmed.search("what can you do for me", 3)[1].tolist() == []
+
+
+def test_search_tokens_are_the_same_from_many_threads() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"extracting {i} features from images while running searches" for i in range(400)]
+    expected = [search_tokens(text) for text in texts]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert list(pool.map(search_tokens, texts)) == expected

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Sequence
 
 import bm25s
@@ -44,7 +45,16 @@ def word_and_cjk_tokens(text: str) -> list[str]:
 
 STOP_WORDS = frozenset(STOPWORDS_EN_PLUS)
 """English function words (NLTK's list, as bm25s ships it): "I", "the", "to", "would"..."""
-_english_stemmer = Stemmer.Stemmer("english")
+_per_thread = threading.local()
+
+
+def _english_stemmer() -> Stemmer.Stemmer:
+    """This thread's Snowball stemmer: a PyStemmer instance keeps per-call state (and a cache) and
+    must not be shared between threads, and the service routes from a thread pool."""
+    stemmer: Stemmer.Stemmer | None = getattr(_per_thread, "stemmer", None)
+    if stemmer is None:
+        stemmer = _per_thread.stemmer = Stemmer.Stemmer("english")
+    return stemmer
 
 
 def search_tokens(text: str) -> list[str]:
@@ -57,7 +67,7 @@ def search_tokens(text: str) -> list[str]:
     whole queries; the samples of benchmarks/RESULTS.md): apibench 0.256 -> 0.296, metatool
     0.771 -> 0.794, sealtools 0.754 -> 0.764; stemming alone gave 0.276 / 0.791 / 0.738."""
     words = [word for word in word_tokens(text) if word not in STOP_WORDS]
-    stems: list[str] = _english_stemmer.stemWords(words)
+    stems: list[str] = _english_stemmer().stemWords(words)
     return stems + cjk_bigrams(text)
 
 
