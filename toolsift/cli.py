@@ -17,6 +17,7 @@ from toolsift.embeddings import embedder_for
 from toolsift.errors import ToolsiftError
 from toolsift.index import INDEX_KINDS
 from toolsift.router import ACCESS_POLICIES, MAX_K, OUTPUT_FORMATS, Access, Router, TagRules, deliver
+from toolsift.router.ranking import DEFAULT_LEXICAL_WEIGHT
 from toolsift.settings import BUNDLED_CATALOG, Settings
 
 
@@ -98,7 +99,7 @@ def build(catalog: Path | None, out: Path | None, model: str | None, kind: str |
 @click.option("--access", type=click.Choice(ACCESS_POLICIES), default="any", show_default=True, help="read_only / non_destructive: only tools whose MCP annotations allow it.")
 @click.option("--pin", "pinned", multiple=True, help="A tool to include whatever the query (repeatable); not counted in k.")
 @click.option("--min-score", type=float, help="Drop tools whose ranking score is below this.")
-@click.option("--lexical-weight", type=click.FloatRange(0, 10), help="Weight of the standardised BM25 part of the score; 0 = dense only [default: 0.5].")
+@click.option("--lexical-weight", type=click.FloatRange(0, 10), help=f"Weight of the standardised BM25 part of the score; 0 = dense only [default: {DEFAULT_LEXICAL_WEIGHT}].")
 @click.option("--split-intents/--no-split-intents", default=None, help="Route each part of a multi-part request too [default: TOOLSIFT_SPLIT_INTENTS, on].")
 @click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), help="Print the tool definitions in this form, as JSON.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
