@@ -24,7 +24,8 @@ def dataset_results(accuracy: dict[str, Any]) -> list[DatasetResult]:
     for meta in accuracy["datasets"]:
         rows = [row for row in accuracy["results"] if row["dataset"] == meta["dataset"]]
         results.append(DatasetResult(
-            meta["dataset"], meta["tools"], meta["queries"], meta.get("model", ""), rows, meta["timings"], meta["tokens"]
+            meta["dataset"], meta["tools"], meta["queries"], meta.get("model", ""), rows, meta["timings"], meta["tokens"],
+            meta.get("comparisons", []),
         ))
     return results
 
@@ -46,26 +47,37 @@ BM25_MARGIN, DENSE_MARGIN = 0.15, 0.05
 
 
 def targets_section(results: list[DatasetResult]) -> str:
-    def mark(value: float, goal: float) -> str:
-        return f"{goal:.3f} {'✓' if value >= goal - 5e-4 else '✗'} ({value - goal:+.3f})"
+    def mark(margin: float, interval: float | None) -> str:
+        spread = f" ± {interval:.3f}" if interval else ""
+        return f"{'✓' if margin >= -5e-4 else '✗'} ({margin:+.3f}{spread})"
+
+    def against(result: DatasetResult, value: float, baseline: str, margin: float) -> str:
+        goal = result.value(baseline, "recall", 5) + margin
+        paired = result.comparison(baseline, 5)
+        interval = paired["ci95"] if paired else None
+        return f"{goal:.3f} {mark(value - goal, interval)}"
 
     lines = [
         "## Accuracy goals (Recall@5, default settings)",
         "",
         "Each goal with whether toolsift meets it and by how much: an absolute goal per dataset, "
-        f"bm25 + {BM25_MARGIN} and dense + {DENSE_MARGIN} (the baselines above, same model).",
+        f"bm25 + {BM25_MARGIN} and dense + {DENSE_MARGIN} (the baselines above, same model). "
+        "± is the 95% interval of that margin over the dataset's queries: of toolsift's recall for the "
+        "absolute goal, of the per-query difference with the baseline (paired) for the others. A margin "
+        "smaller than its ± is within what the query sample can tell apart.",
         "",
-        "| dataset | model | toolsift R@5 | goal | bm25 + 0.15 | dense + 0.05 |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
+        "| dataset | model | queries | toolsift R@5 | goal | bm25 + 0.15 | dense + 0.05 |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for result in results:
         if result.dataset not in TARGETS or "toolsift" not in result.methods:
             continue
         value = result.value("toolsift", "recall", 5)
+        goal = TARGETS[result.dataset]
         lines.append(
-            f"| {result.dataset} | {result.model} | {value:.3f} | {mark(value, TARGETS[result.dataset])} "
-            f"| {mark(value, result.value('bm25', 'recall', 5) + BM25_MARGIN)} "
-            f"| {mark(value, result.value('dense', 'recall', 5) + DENSE_MARGIN)} |"
+            f"| {result.dataset} | {result.model} | {result.queries} | {value:.3f} "
+            f"| {goal:.3f} {mark(value - goal, result.interval('toolsift', 'recall', 5))} "
+            f"| {against(result, value, 'bm25', BM25_MARGIN)} | {against(result, value, 'dense', DENSE_MARGIN)} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -14,6 +14,7 @@ from toolsift.bench.metrics import (
     complete_at,
     evaluate,
     hit_at,
+    interval95,
     ndcg_at,
     recall_at,
     reciprocal_rank,
@@ -54,6 +55,25 @@ def test_reciprocal_rank_and_means() -> None:
         evaluate([RANKED], [], [1])
 
 
+def test_interval95_by_hand() -> None:
+    # values 0, 1, 1, 0: mean 0.5, sample variance 1/3, standard error sqrt(1/12)
+    assert interval95([0.0, 1.0, 1.0, 0.0]) == pytest.approx(1.959964 * math.sqrt(1 / 12))
+    assert interval95([1.0, 1.0, 1.0]) == 0.0 and interval95([0.5]) == 0.0
+    # four times the queries, about half the interval
+    assert interval95([0.0, 1.0] * 200) == pytest.approx(interval95([0.0, 1.0] * 50) / 2, rel=0.01)
+
+
+def test_paired_comparison_by_hand() -> None:
+    from toolsift.bench.accuracy import paired_comparisons
+
+    recalls = {"toolsift": {5: [1.0, 1.0, 0.0, 1.0]}, "dense": {5: [1.0, 0.0, 0.0, 0.0]}}
+    (entry,) = paired_comparisons("d", recalls, [5])
+    assert (entry["method"], entry["baseline"], entry["k"], entry["queries"]) == ("toolsift", "dense", 5, 4)
+    assert entry["difference"] == 0.5  # per-query differences 0, 1, 0, 1
+    assert entry["ci95"] == pytest.approx(round(interval95([0.0, 1.0, 0.0, 1.0]), 4))
+    assert paired_comparisons("d", {"dense": {5: [1.0]}}, [5]) == []  # nothing to compare without toolsift
+
+
 @pytest.fixture
 def tiny_dataset(tmp_path: Path) -> Path:
     folder = tmp_path / "tiny"
@@ -90,7 +110,18 @@ def test_bench_command_writes_json_and_report(tmp_path: Path, tiny_dataset: Path
     rows = document["results"]
     assert {row["method"] for row in rows} == {"toolsift", "toolsift-whole", "dense", "bm25", "bm25-cjk", "random"}
     assert {row["lang"] for row in rows} == {"all", "en", "ko"}
-    assert set(rows[0]) == {"dataset", "method", "lang", "metric", "k", "value", "queries"}
+    assert set(rows[0]) == {"dataset", "method", "lang", "metric", "k", "value", "ci95", "queries"}
+    assert all(row["ci95"] >= 0 for row in rows) and any(row["ci95"] > 0 for row in rows)
+    comparisons = document["datasets"][0]["comparisons"]
+    assert {c["baseline"] for c in comparisons} == {"toolsift-whole", "dense", "bm25", "bm25-cjk", "random"}
+    assert {c["k"] for c in comparisons} == {1, 3} and all(c["queries"] == 4 for c in comparisons)
+    for entry in comparisons:  # the mean paired difference is the difference of the two means
+        ours, theirs = (
+            next(r["value"] for r in rows if (r["method"], r["metric"], r["k"], r["lang"]) == (m, "recall", entry["k"], "all"))
+            for m in ("toolsift", entry["baseline"])
+        )
+        assert entry["difference"] == pytest.approx(ours - theirs, abs=2e-4)
+    assert "95% intervals over the 4 queries: toolsift R@3" in result.output
     bm25_r1 = next(r for r in rows if (r["method"], r["metric"], r["k"], r["lang"]) == ("bm25", "recall", 1, "en"))
     assert bm25_r1["value"] == pytest.approx((1 + 0.5 + 1) / 3, abs=1e-3)  # q2 has two relevant tools
     assert document["datasets"][0]["tokens"]["catalog_tokens"] > 0
@@ -216,5 +247,11 @@ def test_results_md_marks_each_accuracy_goal() -> None:
 
     result = DatasetResult("metatool", 10, 5, "m", [row("toolsift", 0.70), row("bm25", 0.50), row("dense", 0.68)])
     table = results_md.targets_section([result, DatasetResult("other", 1, 1, "m", [row("toolsift", 1.0)])])
-    assert "| metatool | m | 0.700 | 0.600 ✓ (+0.100) | 0.650 ✓ (+0.050) | 0.730 ✗ (-0.030) |" in table
-    assert "other" not in table  # no goal for datasets the issue does not name
+    assert "| metatool | m | 5 | 0.700 | 0.600 ✓ (+0.100) | 0.650 ✓ (+0.050) | 0.730 ✗ (-0.030) |" in table
+    assert "| other |" not in table  # no goal for datasets the issue does not name
+
+    # With intervals: the absolute goal's from toolsift's own row, the margins' from the paired comparison.
+    rows = [{**row("toolsift", 0.70), "ci95": 0.04}, row("bm25", 0.50), row("dense", 0.68)]
+    paired = [{"method": "toolsift", "baseline": "dense", "metric": "recall", "k": 5, "difference": 0.02, "ci95": 0.011}]
+    table = results_md.targets_section([DatasetResult("metatool", 10, 5, "m", rows, comparisons=paired)])
+    assert "| 0.600 ✓ (+0.100 ± 0.040) | 0.650 ✓ (+0.050) | 0.730 ✗ (-0.030 ± 0.011) |" in table

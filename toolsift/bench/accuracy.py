@@ -16,7 +16,7 @@ from toolsift.bench.methods import (
     RandomMethod,
     ToolsiftMethod,
 )
-from toolsift.bench.metrics import evaluate
+from toolsift.bench.metrics import interval95, mean, per_query
 from toolsift.embeddings import Embedder, EmbeddingCache
 from toolsift.index.lexical import cjk_bigrams
 from toolsift.router import RankingConfig
@@ -35,12 +35,29 @@ class DatasetResult:
     rows: list[dict[str, Any]] = field(default_factory=list)
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
     tokens: dict[str, Any] = field(default_factory=dict)
+    comparisons: list[dict[str, Any]] = field(default_factory=list)
+    """toolsift against each other method on the same queries: per-query differences of recall@K,
+    their mean and the half-width of its 95% interval (paired)."""
 
     def value(self, method: str, metric: str, k: int | None, lang: str = "all") -> float:
         for row in self.rows:
             if (row["method"], row["metric"], row["k"], row["lang"]) == (method, metric, k, lang):
                 return float(row["value"])
         raise KeyError((method, metric, k, lang))
+
+    def interval(self, method: str, metric: str, k: int | None, lang: str = "all") -> float:
+        """Half-width of the 95% interval of ``value`` (0 when the results predate intervals)."""
+        for row in self.rows:
+            if (row["method"], row["metric"], row["k"], row["lang"]) == (method, metric, k, lang):
+                return float(row.get("ci95", 0.0))
+        raise KeyError((method, metric, k, lang))
+
+    def comparison(self, baseline: str, k: int, method: str = "toolsift") -> dict[str, Any] | None:
+        """The paired recall@K comparison of ``method`` with ``baseline``, if it was measured."""
+        for entry in self.comparisons:
+            if (entry["method"], entry["baseline"], entry["metric"], entry["k"]) == (method, baseline, "recall", k):
+                return entry
+        return None
 
     @property
     def methods(self) -> list[str]:
@@ -106,6 +123,7 @@ def run_accuracy(
             "build_s": 0.0, "rank_s": round(seconds, 3),
             "ms_per_query": round(1000 * seconds / max(1, len(texts)), 3),
         }
+    recalls: dict[str, dict[int, list[float]]] = {}
     for method, build_seconds in build_methods(dataset, shared, cache, methods):
         started = time.perf_counter()
         rankings = method.rank(texts, depth)
@@ -119,15 +137,41 @@ def run_accuracy(
         if len(languages) > 1:
             groups += [(lang, [i for i, q in enumerate(dataset.queries) if q.lang == lang]) for lang in languages]
         for lang, members in groups:
-            scores = evaluate([rankings[i] for i in members], [golds[i] for i in members], ks)
-            for (metric, k), value in scores.items():
+            values = per_query([rankings[i] for i in members], [golds[i] for i in members], ks)
+            if lang == "all":
+                recalls[method.name] = {k: values[("recall", k)] for k in ks}
+            for (metric, k), scores in values.items():
                 result.rows.append(
                     {"dataset": dataset.name, "method": method.name, "lang": lang, "metric": metric,
-                     "k": k, "value": round(value, 4), "queries": len(members)}
+                     "k": k, "value": round(mean(scores), 4), "ci95": round(interval95(scores), 4),
+                     "queries": len(members)}
                 )
         if count_tokens and method.name == "toolsift":
             result.tokens = token_savings(dataset, rankings, ks)
+    result.comparisons = paired_comparisons(dataset.name, recalls, ks)
     return result
+
+
+def paired_comparisons(
+    dataset: str, recalls: dict[str, dict[int, list[float]]], ks: Sequence[int], method: str = "toolsift"
+) -> list[dict[str, Any]]:
+    """``method`` against every other method, recall@K per query on the same queries: the mean
+    difference and its paired 95% interval. Paired, the interval is much narrower than the two
+    methods' own intervals, because both face the same hard and easy queries."""
+    if method not in recalls:
+        return []
+    comparisons = []
+    for baseline, theirs in recalls.items():
+        if baseline == method:
+            continue
+        for k in ks:
+            differences = [a - b for a, b in zip(recalls[method][k], theirs[k], strict=True)]
+            comparisons.append({
+                "dataset": dataset, "method": method, "baseline": baseline, "metric": "recall", "k": k,
+                "difference": round(mean(differences), 4), "ci95": round(interval95(differences), 4),
+                "queries": len(differences),
+            })
+    return comparisons
 
 
 def token_savings(dataset: Dataset, rankings: Sequence[Sequence[str]], ks: Sequence[int]) -> dict[str, Any]:

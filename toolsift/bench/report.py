@@ -35,6 +35,8 @@ def accuracy_tables(results: Sequence[DatasetResult], ks: Sequence[int]) -> str:
                 timing = result.timings.get(method, {}).get("ms_per_query", float("nan"))
                 lines.append(f"| {method} | {values} | {timing:.2f} |")
             lines.append("")
+        if result.comparisons:
+            lines.append(_intervals_line(result, 5 if 5 in ks else max(ks)) + "\n")
         if "query-embedding" in result.timings:
             lines.append(
                 f"Query embedding, shared by toolsift and dense and timed apart: "
@@ -51,6 +53,19 @@ def accuracy_tables(results: Sequence[DatasetResult], ks: Sequence[int]) -> str:
                 f"toolsift subset mean {parts}.\n"
             )
     return "\n".join(lines)
+
+
+def _intervals_line(result: DatasetResult, k: int) -> str:
+    """toolsift's recall@k with its 95% interval, and its paired difference with each method."""
+    differences = ", ".join(
+        f"{entry['baseline']} {entry['difference']:+.3f} ± {entry['ci95']:.3f}"
+        for entry in result.comparisons if entry["k"] == k and entry["baseline"] != "random"
+    )
+    return (
+        f"95% intervals over the {result.queries} queries: toolsift R@{k} "
+        f"{result.value('toolsift', 'recall', k):.3f} ± {result.interval('toolsift', 'recall', k):.3f}; "
+        f"toolsift minus {differences} (paired, same queries)."
+    )
 
 
 def performance_tables(perf: dict[str, Any]) -> str:
