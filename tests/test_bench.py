@@ -255,3 +255,14 @@ def test_results_md_marks_each_accuracy_goal() -> None:
     paired = [{"method": "toolsift", "baseline": "dense", "metric": "recall", "k": 5, "difference": 0.02, "ci95": 0.011}]
     table = results_md.targets_section([DatasetResult("metatool", 10, 5, "m", rows, comparisons=paired)])
     assert "| 0.600 ✓ (+0.100 ± 0.040) | 0.650 ✓ (+0.050) | 0.730 ✗ (-0.030 ± 0.011) |" in table
+
+
+def test_intervals_line_leaves_out_random_and_reads_without_baselines() -> None:
+    from toolsift.bench.accuracy import DatasetResult
+    from toolsift.bench.report import _intervals_line
+
+    rows = [{"dataset": "d", "method": m, "lang": "all", "metric": "recall", "k": 5, "value": v, "ci95": 0.1, "queries": 2}
+            for m, v in (("toolsift", 0.5), ("random", 0.0))]
+    paired = [{"method": "toolsift", "baseline": "random", "metric": "recall", "k": 5, "difference": 0.5, "ci95": 0.2}]
+    line = _intervals_line(DatasetResult("d", 1, 2, "m", rows, comparisons=paired), 5)
+    assert line == "95% intervals over the 2 queries: toolsift R@5 0.500 ± 0.100."

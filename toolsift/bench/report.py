@@ -61,11 +61,11 @@ def _intervals_line(result: DatasetResult, k: int) -> str:
         f"{entry['baseline']} {entry['difference']:+.3f} ± {entry['ci95']:.3f}"
         for entry in result.comparisons if entry["k"] == k and entry["baseline"] != "random"
     )
-    return (
+    line = (
         f"95% intervals over the {result.queries} queries: toolsift R@{k} "
-        f"{result.value('toolsift', 'recall', k):.3f} ± {result.interval('toolsift', 'recall', k):.3f}; "
-        f"toolsift minus {differences} (paired, same queries)."
+        f"{result.value('toolsift', 'recall', k):.3f} ± {result.interval('toolsift', 'recall', k):.3f}"
     )
+    return line + (f"; toolsift minus {differences} (paired, same queries)." if differences else ".")
 
 
 def performance_tables(perf: dict[str, Any]) -> str:
