@@ -122,3 +122,41 @@ def test_lint_command_exit_code_and_json(tmp_path: Path) -> None:
     assert document["counts"] == {"error": 0, "warning": 0, "info": 0} and document["tools"] == 1
     strict = runner.invoke(main, ["lint", str(catalog), "--no-embeddings", "--fail-on", "info", "--json"])
     assert strict.exit_code == 1 and json.loads(strict.output)["counts"]["warning"] >= 3
+
+
+KOREAN = [
+    {"name": "get_weather", "description": "도시의 현재 날씨와 기온을 알려줍니다."},
+    {"name": "send_message", "description": "친구에게 문자 메시지를 보냅니다."},
+    {"name": "convert_currency", "description": "금액을 다른 나라의 통화로 환전해 계산합니다."},
+]
+
+
+def test_an_english_only_model_on_a_korean_catalog_is_flagged(real_embedder: Embedder) -> None:
+    from toolsift.embeddings import HashingEmbedder
+    from toolsift.router import RankingConfig
+
+    catalog = parse_catalog(KOREAN, source="ko")
+    report = lint_catalog(catalog, Router.build(catalog, real_embedder), count_tokens=len)
+    (finding,) = [f for f in report.findings if f.code == "english-model-on-non-latin-catalog"]
+    assert finding.severity == "warning" and finding.details["model"] == "all-MiniLM-L6-v2"
+    assert finding.details["non_latin_share"] > 0.9 and "'auto'" in finding.suggestion and "1.0" in finding.suggestion
+    # not once the lexical weight is raised, not for other models, not for an English catalog
+    raised = Router.build(catalog, real_embedder, ranking=RankingConfig(lexical_weight=1.0))
+    other = Router.build(catalog, HashingEmbedder(64))
+    english = Router.build(parse_catalog([GOOD], source="en"), real_embedder)
+    for router in (raised, other, english):
+        report = lint_catalog(router.catalog, router, count_tokens=len)
+        assert "english-model-on-non-latin-catalog" not in {f.code for f in report.findings}
+
+
+def test_lint_command_flags_the_model_and_reads_the_weight_from_the_environment(tmp_path: Path) -> None:
+    catalog = tmp_path / "ko.json"
+    catalog.write_text(json.dumps(KOREAN, ensure_ascii=False))
+    runner = CliRunner()
+    pinned = runner.invoke(main, ["lint", str(catalog), "--json"], env={"TOOLSIFT_MODEL": "all-MiniLM-L6-v2"})
+    assert pinned.exit_code == 0, pinned.output
+    assert "english-model-on-non-latin-catalog" in {f["code"] for f in json.loads(pinned.output)["findings"]}
+    raised = runner.invoke(
+        main, ["lint", str(catalog), "--json"], env={"TOOLSIFT_MODEL": "all-MiniLM-L6-v2", "TOOLSIFT_LEXICAL_WEIGHT": "1.0"}
+    )
+    assert "english-model-on-non-latin-catalog" not in {f["code"] for f in json.loads(raised.output)["findings"]}

@@ -211,7 +211,9 @@ def lint(catalog: Path, queries: Path | None, k: int, threshold: float, no_embed
     labelled: list[tuple[str, tuple[str, ...]]] = []
     if not no_embeddings:
         settings = Settings.from_env()
-        router = Router.build(tools, embedder_for(settings.model, tools), cache=_open_cache(settings, False))
+        router = Router.build(
+            tools, embedder_for(settings.model, tools), cache=_open_cache(settings, False), ranking=settings.ranking()
+        )
         if queries is not None:
             from toolsift.bench.datasets import load_queries
 
