@@ -153,3 +153,28 @@ def test_admin_catalog_changes_are_persisted_and_guarded(tmp_path: Path, tiny_ro
     saved = Router.load(folder).catalog  # persisted in the folder, for the other workers and restarts
     assert "translate_text" in saved and "send_email" not in saved
     assert saved.get("get_weather").description == "Weather now."  # type: ignore[union-attr]
+
+
+@pytest.mark.model
+def test_a_rebuild_with_another_model_is_followed_on_reload(tmp_path: Path, real_embedder: Embedder) -> None:
+    """`auto` can switch models when a catalog changes script; the serving process loads the new
+    folder's model instead of refusing the folder as mismatched."""
+    from toolsift.catalog import parse_catalog
+    from toolsift.embeddings import embedder_for
+
+    english = parse_catalog([{"name": "get_weather", "description": "Current weather for a city."},
+                             {"name": "send_email", "description": "Send an email to a contact."}], source="en")
+    korean = parse_catalog([{"name": "get_weather", "description": "도시의 현재 날씨와 기온을 알려줍니다."},
+                            {"name": "send_message", "description": "친구에게 문자 메시지를 보냅니다."}], source="ko")
+    folder = Router.build(english, real_embedder).save(tmp_path / "index")
+    admin = {"Authorization": "Bearer admin-token-0123456789"}
+    settings = Settings(index_path=folder, admin_token="admin-token-0123456789", reload_interval=0)
+    with TestClient(create_app(settings=settings)) as client:
+        assert client.get("/healthz").json()["model"] == "all-MiniLM-L6-v2"
+        Router.build(korean, embedder_for("auto", korean)).save(folder)
+        reloaded = client.post("/admin/reload", headers=admin)
+        assert reloaded.status_code == 200, reloaded.text
+        assert reloaded.json()["changed"] and reloaded.json()["catalog_fingerprint"] == korean.fingerprint
+        assert client.get("/healthz").json()["model"] == "multilingual-e5-small"
+        top = client.post("/route", json={"query": "엄마한테 문자 보내줘", "k": 1}).json()
+        assert top["matches"][0]["name"] == "send_message"

@@ -27,7 +27,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from toolsift._version import __version__
 from toolsift.catalog import Catalog, fingerprint_tools, load_catalog, parse_catalog
 from toolsift.embeddings import Embedder
-from toolsift.errors import AdminDisabled, CatalogManagedElsewhere, NotReady, ToolsiftError, Unauthorized, UnknownTool
+from toolsift.errors import (
+    AdminDisabled,
+    CatalogManagedElsewhere,
+    IndexMismatch,
+    NotReady,
+    ToolsiftError,
+    Unauthorized,
+    UnknownTool,
+)
 from toolsift.mcp import LiveCatalog, load_sources, router_builder
 from toolsift.observability import Metrics, ObservabilityMiddleware
 from toolsift.router import (
@@ -272,7 +280,16 @@ def create_app(
         }
 
     def load_index_folder(embedder: Embedder) -> Router:
-        return Router.load(settings.index_path, embedder, ranking=ranking)
+        """The index folder as it is now, with the serving model when the folder was built with it,
+        else with the model its manifest names: a rebuild may switch models (``auto`` picks the
+        multilingual one once a catalog is mostly in another script), and the service follows."""
+        try:
+            return Router.load(settings.index_path, embedder, ranking=ranking)
+        except IndexMismatch as error:
+            if error.what != "embedding model":
+                raise
+            logger.info("the index folder was built with %s (serving %s): loading that model", error.actual, embedder.name)
+            return Router.load(settings.index_path, ranking=ranking)
 
     async def watch_index_folder() -> None:
         """Every worker follows the index folder: when `toolsift build` swaps in a new one, load it
@@ -455,9 +472,7 @@ def create_app(
             if live:
                 return {"source": "mcp", **await live[0].reload(server)}  # publish() counts it
             previous = holder.get()
-            loaded = await anyio.to_thread.run_sync(
-                lambda: Router.load(settings.index_path, previous.embedder, ranking=ranking)
-            )
+            loaded = await anyio.to_thread.run_sync(load_index_folder, previous.embedder)
         except Exception:
             if not live:  # a live catalog counts its own failures
                 metrics.reloads.labels("failed").inc()
