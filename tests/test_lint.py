@@ -160,3 +160,5 @@ def test_lint_command_flags_the_model_and_reads_the_weight_from_the_environment(
         main, ["lint", str(catalog), "--json"], env={"TOOLSIFT_MODEL": "all-MiniLM-L6-v2", "TOOLSIFT_LEXICAL_WEIGHT": "1.0"}
     )
     assert "english-model-on-non-latin-catalog" not in {f["code"] for f in json.loads(raised.output)["findings"]}
+    text = runner.invoke(main, ["lint", str(catalog)], env={"TOOLSIFT_MODEL": "all-MiniLM-L6-v2"})
+    assert "english-model-on-non-latin-catalog  the catalog: the index uses all-MiniLM-L6-v2" in text.output

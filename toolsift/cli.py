@@ -223,7 +223,7 @@ def lint(catalog: Path, queries: Path | None, k: int, threshold: float, no_embed
         sys.stdout.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         for finding in report.findings:
-            click.echo(f"{finding.severity:<7}  {finding.code:<30}  {', '.join(finding.tools)}: {finding.message}")
+            click.echo(f"{finding.severity:<7}  {finding.code:<30}  {', '.join(finding.tools) or 'the catalog'}: {finding.message}")
             click.echo(f"{'':<9}{'':<32}fix: {finding.suggestion}")
         if report.per_tool_accuracy:
             worst = sorted(report.per_tool_accuracy.items(), key=lambda item: (item[1][f"recall@{k}"], item[0]))[:5]
