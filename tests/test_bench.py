@@ -266,3 +266,51 @@ def test_intervals_line_leaves_out_random_and_reads_without_baselines() -> None:
     paired = [{"method": "toolsift", "baseline": "random", "metric": "recall", "k": 5, "difference": 0.5, "ci95": 0.2}]
     line = _intervals_line(DatasetResult("d", 1, 2, "m", rows, comparisons=paired), 5)
     assert line == "95% intervals over the 2 queries: toolsift R@5 0.500 ± 0.100."
+
+
+@pytest.fixture
+def dataset_with_edge_cases(tmp_path: Path) -> Path:
+    """A query labelled with no tool, and one over the router's length limit."""
+    from toolsift.router import MAX_QUERY_CHARS
+
+    folder = tmp_path / "edges"
+    folder.mkdir()
+    (folder / "tools.jsonl").write_text("\n".join(json.dumps(t) for t in TINY_TOOLS))
+    queries = [
+        {"id": "q1", "query": "send an email to Bob", "relevant": ["send_email"]},
+        {"id": "q2", "query": "convert currencies", "relevant": ["convert_currency"]},
+        {"id": "q3", "query": "tell me a joke about penguins", "relevant": []},
+        {"id": "q4", "query": "email Bob this: " + "word " * (MAX_QUERY_CHARS // 5), "relevant": ["send_email"]},
+    ]
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries))
+    return folder
+
+
+@pytest.mark.model
+def test_benches_take_no_tool_and_over_long_queries(tmp_path: Path, dataset_with_edge_cases: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "acc.json"
+    result = runner.invoke(main, ["bench", "--dataset", str(dataset_with_edge_cases), "--json", str(out), "--no-cache"])
+    assert result.exit_code == 0, result.output
+    meta = json.loads(out.read_text())["datasets"][0]
+    assert meta["queries"] == 3 and meta["no_tool_queries"] == 1  # ranking metrics over the 3 labelled ones
+    assert meta["refused"] == {"toolsift": 1, "toolsift-whole": 1}  # the router refuses the long one, as the API does
+    rows = json.loads(out.read_text())["results"]
+    recall = {r["method"]: r["value"] for r in rows if (r["metric"], r["k"], r["lang"]) == ("recall", 5, "all")}
+    assert recall["toolsift"] <= 2 / 3 + 1e-4 and recall["dense"] == pytest.approx(1.0)
+    assert "1 queries labelled with no tool are left out" in result.output and "toolsift refused 1 queries" in result.output
+
+    out = tmp_path / "abstain.json"
+    result = runner.invoke(main, ["abstention-bench", "--dataset", str(dataset_with_edge_cases), "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    document = json.loads(out.read_text())["results"][0]
+    assert (document["queries"], document["no_tool_queries"], document["left_out_too_long"]) == (2, 1, 1)
+    assert all("abstained_native" in row for row in document["rows"])
+    native = [row["abstained_native"] for row in document["rows"]]
+    assert native == sorted(native) and native[-1] == 1.0  # a higher min_score abstains more; 6 abstains here
+
+    out = tmp_path / "sessions.json"
+    result = runner.invoke(main, ["sessions-bench", "--dataset", str(dataset_with_edge_cases), "--sessions", "5",
+                                  "--turns", "3", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["results"][0]["queries_used"] == 2

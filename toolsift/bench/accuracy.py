@@ -35,6 +35,11 @@ class DatasetResult:
     rows: list[dict[str, Any]] = field(default_factory=list)
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
     tokens: dict[str, Any] = field(default_factory=dict)
+    no_tool_queries: int = 0
+    """Queries labelled with no relevant tool: left out of the ranking metrics (``queries`` counts
+    the rest); ``toolsift abstention-bench`` measures them."""
+    refused: dict[str, int] = field(default_factory=dict)
+    """Per method, queries it refused (toolsift: over the router's length limit); they count as misses."""
     comparisons: list[dict[str, Any]] = field(default_factory=list)
     """toolsift against each other method on the same queries: per-query differences of recall@K,
     their mean and the half-width of its 95% interval (paired)."""
@@ -108,11 +113,13 @@ def run_accuracy(
     count_tokens: bool = True,
 ) -> DatasetResult:
     shared = MemoEmbedder(embedder)
-    texts = [query.text for query in dataset.queries]
-    golds = [query.relevant for query in dataset.queries]
-    languages = sorted({query.lang for query in dataset.queries})
+    scored = dataset.with_tools
+    texts = [query.text for query in scored]
+    golds = [query.relevant for query in scored]
+    languages = sorted({query.lang for query in scored})
     depth = max(MRR_DEPTH, *ks)
-    result = DatasetResult(dataset.name, len(dataset.catalog), len(dataset.queries), embedder.name)
+    result = DatasetResult(dataset.name, len(dataset.catalog), len(scored), embedder.name)
+    result.no_tool_queries = len(dataset.queries) - len(scored)
     if {"toolsift", "dense"} & set(methods):
         # Embed every query once, up front and timed apart, so the methods that share the model
         # are timed on ranking alone and compare fairly with the lexical ones.
@@ -128,6 +135,9 @@ def run_accuracy(
         started = time.perf_counter()
         rankings = method.rank(texts, depth)
         rank_seconds = time.perf_counter() - started
+        refused = int(getattr(method, "refused", 0))
+        if refused:
+            result.refused[method.name] = refused
         result.timings[method.name] = {
             "build_s": round(build_seconds, 3),
             "rank_s": round(rank_seconds, 3),
@@ -135,7 +145,7 @@ def run_accuracy(
         }
         groups = [("all", list(range(len(texts))))]
         if len(languages) > 1:
-            groups += [(lang, [i for i, q in enumerate(dataset.queries) if q.lang == lang]) for lang in languages]
+            groups += [(lang, [i for i, q in enumerate(scored) if q.lang == lang]) for lang in languages]
         for lang, members in groups:
             values = per_query([rankings[i] for i in members], [golds[i] for i in members], ks)
             if lang == "all":

@@ -11,6 +11,7 @@ import orjson
 
 from toolsift.catalog import Catalog, load_catalog
 from toolsift.errors import CatalogError
+from toolsift.router import MAX_QUERY_CHARS
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,13 @@ class Query:
     id: str
     text: str
     relevant: tuple[str, ...]
+    """The tools that answer the query; empty for a query no tool should answer ("no tool")."""
     lang: str = "en"
+
+    @property
+    def routable(self) -> bool:
+        """Within the router's length limit: longer queries are refused, as the API refuses them."""
+        return len(self.text.strip()) <= MAX_QUERY_CHARS
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,16 @@ class Dataset:
             return self
         chosen = sorted(random.Random(seed).sample(range(len(self.queries)), limit))
         return Dataset(self.name, self.catalog, tuple(self.queries[i] for i in chosen))
+
+    @property
+    def with_tools(self) -> tuple[Query, ...]:
+        """The queries some tool answers: the ones ranking metrics are computed over."""
+        return tuple(query for query in self.queries if query.relevant)
+
+    @property
+    def no_tool(self) -> tuple[Query, ...]:
+        """The queries labelled with no relevant tool (nothing should be selected)."""
+        return tuple(query for query in self.queries if not query.relevant)
 
 
 def load_queries(path: str | Path, catalog: Catalog) -> tuple[Query, ...]:

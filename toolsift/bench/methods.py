@@ -12,7 +12,7 @@ from toolsift.catalog import Catalog
 from toolsift.embeddings import Embedder, EmbedderWrapper, EmbeddingCache, embed_documents_cached
 from toolsift.index import FaissIndex
 from toolsift.index.lexical import LexicalIndex, word_and_cjk_tokens, word_tokens
-from toolsift.router import RankingConfig, Router
+from toolsift.router import MAX_QUERY_CHARS, RankingConfig, Router
 from toolsift.types import Matrix
 
 CHUNK = 512
@@ -54,13 +54,19 @@ class ToolsiftMethod:
         self.name = name
         self.router = Router.build(catalog, embedder, cache=cache, ranking=ranking)
 
+        self.refused = 0
+        """Queries over the router's length limit in the last ``rank``: refused, as the API
+        refuses them, so they get no tools."""
+
     def rank(self, queries: Sequence[str], depth: int) -> list[list[str]]:
         depth = min(depth, len(self.router.catalog))
-        rankings: list[list[str]] = []
-        for start in range(0, len(queries), CHUNK):
-            results = self.router.route_many(queries[start:start + CHUNK], depth)
-            rankings.extend(result.names for result in results)
-        return rankings
+        accepted = [text for text in queries if len(text.strip()) <= MAX_QUERY_CHARS]
+        self.refused = len(queries) - len(accepted)
+        ranked: dict[str, list[str]] = {}
+        for start in range(0, len(accepted), CHUNK):
+            chunk = accepted[start:start + CHUNK]
+            ranked.update(zip(chunk, (result.names for result in self.router.route_many(chunk, depth)), strict=True))
+        return [ranked.get(text, []) for text in queries]
 
 
 class DenseMethod:

@@ -37,6 +37,15 @@ def accuracy_tables(results: Sequence[DatasetResult], ks: Sequence[int]) -> str:
             lines.append("")
         if result.comparisons:
             lines.append(_intervals_line(result, 5 if 5 in ks else max(ks)) + "\n")
+        if result.no_tool_queries:
+            lines.append(
+                f"{result.no_tool_queries} queries labelled with no tool are left out of these metrics "
+                "(`toolsift abstention-bench` measures them).\n"
+            )
+        for method, count in result.refused.items():
+            lines.append(
+                f"{method} refused {count} queries over the router's length limit (no tools; counted as misses).\n"
+            )
         if "query-embedding" in result.timings:
             lines.append(
                 f"Query embedding, shared by toolsift and dense and timed apart: "

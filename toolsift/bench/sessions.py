@@ -37,6 +37,7 @@ from typing import Any
 from toolsift.bench.datasets import Dataset, Query
 from toolsift.bench.tokens import SchemaTokens
 from toolsift.catalog import Tool
+from toolsift.errors import CatalogError
 from toolsift.router import Router, SessionStore
 
 METHODS = ("top-k ranked", "top-k canonical", "sticky", "sticky outranking")
@@ -78,7 +79,15 @@ def build_sessions(queries: Sequence[Query], plan: SessionPlan) -> list[list[Que
 
 def run_sessions(dataset: Dataset, router: Router, plan: SessionPlan, tokens: SchemaTokens) -> dict[str, Any]:
     """The figures of every method on one dataset (a JSON-ready dict)."""
-    sessions = build_sessions(dataset.queries, plan)
+    # Sessions model users going on with a task: built from the queries some tool answers, and that
+    # the router accepts (labelled no-tool queries and ones over the length limit are left out).
+    usable = [query for query in dataset.with_tools if query.routable]
+    if not usable:
+        raise CatalogError(
+            "has no query with a relevant tool (within the router's length limit) to build sessions from",
+            source=dataset.name, fix="Sessions need labelled queries: give some queries a 'relevant' tool",
+        )
+    sessions = build_sessions(usable, plan)
     texts = list(dict.fromkeys(query.text for session in sessions for query in session))
     routed = dict(zip(texts, router.route_many(texts, plan.k), strict=True))
     store = SessionStore(cap=plan.cap, max_sessions=plan.sessions + 1)
@@ -133,6 +142,7 @@ def run_sessions(dataset: Dataset, router: Router, plan: SessionPlan, tokens: Sc
         "k": plan.k,
         "cap": plan.cap,
         "follow_up": plan.follow_up,
+        "queries_used": len(usable),
         "cost_model": {"system_tokens": SYSTEM_TOKENS, "turn_tokens": TURN_TOKENS, "cached_price": CACHED_PRICE},
         "methods": figures,
     }
