@@ -74,19 +74,23 @@ def test_paired_comparison_by_hand() -> None:
     assert paired_comparisons("d", {"dense": {5: [1.0]}}, [5]) == []  # nothing to compare without toolsift
 
 
-@pytest.fixture
-def tiny_dataset(tmp_path: Path) -> Path:
-    folder = tmp_path / "tiny"
+def write_dataset(folder: Path, queries: list[dict[str, object]]) -> Path:
+    """A dataset folder over the tiny catalog with these queries."""
     folder.mkdir()
     (folder / "tools.jsonl").write_text("\n".join(json.dumps(t) for t in TINY_TOOLS))
-    queries = [
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps(q, ensure_ascii=False) for q in queries))
+    return folder
+
+
+@pytest.fixture
+def tiny_dataset(tmp_path: Path) -> Path:
+    queries: list[dict[str, object]] = [
         {"id": "q1", "query": "send an email to Bob", "relevant": ["send_email"], "lang": "en"},
         {"id": "q2", "query": "weather forecast for the next days", "relevant": ["get_forecast", "get_weather"], "lang": "en"},
         {"id": "q3", "query": "convert currencies", "relevant": ["convert_currency"], "lang": "en"},
         {"id": "q4", "query": "달력 일정 만들기", "relevant": ["create_event"], "lang": "ko"},
     ]
-    (folder / "queries.jsonl").write_text("\n".join(json.dumps(q, ensure_ascii=False) for q in queries))
-    return folder
+    return write_dataset(tmp_path / "tiny", queries)
 
 
 def test_queries_naming_unknown_tools_are_refused(tiny_dataset: Path) -> None:
@@ -273,17 +277,12 @@ def dataset_with_edge_cases(tmp_path: Path) -> Path:
     """A query labelled with no tool, and one over the router's length limit."""
     from toolsift.router import MAX_QUERY_CHARS
 
-    folder = tmp_path / "edges"
-    folder.mkdir()
-    (folder / "tools.jsonl").write_text("\n".join(json.dumps(t) for t in TINY_TOOLS))
-    queries = [
+    return write_dataset(tmp_path / "edges", [
         {"id": "q1", "query": "send an email to Bob", "relevant": ["send_email"]},
         {"id": "q2", "query": "convert currencies", "relevant": ["convert_currency"]},
         {"id": "q3", "query": "tell me a joke about penguins", "relevant": []},
         {"id": "q4", "query": "email Bob this: " + "word " * (MAX_QUERY_CHARS // 5), "relevant": ["send_email"]},
-    ]
-    (folder / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries))
-    return folder
+    ])
 
 
 @pytest.mark.model
