@@ -166,8 +166,8 @@ def paired_comparisons(
     dataset: str, recalls: dict[str, dict[int, list[float]]], ks: Sequence[int], method: str = "toolsift"
 ) -> list[dict[str, Any]]:
     """``method`` against every other method, recall@K per query on the same queries: the mean
-    difference and its paired 95% interval. Paired, the interval is much narrower than the two
-    methods' own intervals, because both face the same hard and easy queries."""
+    difference and its paired 95% interval. Pairing takes out what both methods share (the same
+    hard and easy queries), which is the right interval for "is toolsift ahead of this baseline"."""
     if method not in recalls:
         return []
     comparisons = []
