@@ -25,7 +25,8 @@ def dataset_results(accuracy: dict[str, Any]) -> list[DatasetResult]:
         rows = [row for row in accuracy["results"] if row["dataset"] == meta["dataset"]]
         results.append(DatasetResult(
             meta["dataset"], meta["tools"], meta["queries"], meta.get("model", ""), rows, meta["timings"], meta["tokens"],
-            meta.get("no_tool_queries", 0), meta.get("refused", {}), meta.get("comparisons", []),
+            no_tool_queries=meta.get("no_tool_queries", 0), refused=meta.get("refused", {}),
+            comparisons=meta.get("comparisons", []),
         ))
     return results
 

@@ -45,16 +45,16 @@ class DatasetResult:
     their mean and the half-width of its 95% interval (paired)."""
 
     def value(self, method: str, metric: str, k: int | None, lang: str = "all") -> float:
-        for row in self.rows:
-            if (row["method"], row["metric"], row["k"], row["lang"]) == (method, metric, k, lang):
-                return float(row["value"])
-        raise KeyError((method, metric, k, lang))
+        return float(self._row(method, metric, k, lang)["value"])
 
     def interval(self, method: str, metric: str, k: int | None, lang: str = "all") -> float:
         """Half-width of the 95% interval of ``value`` (0 when the results predate intervals)."""
+        return float(self._row(method, metric, k, lang).get("ci95", 0.0))
+
+    def _row(self, method: str, metric: str, k: int | None, lang: str) -> dict[str, Any]:
         for row in self.rows:
             if (row["method"], row["metric"], row["k"], row["lang"]) == (method, metric, k, lang):
-                return float(row.get("ci95", 0.0))
+                return row
         raise KeyError((method, metric, k, lang))
 
     def comparison(self, baseline: str, k: int, method: str = "toolsift") -> dict[str, Any] | None:

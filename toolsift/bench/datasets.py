@@ -11,7 +11,7 @@ import orjson
 
 from toolsift.catalog import Catalog, load_catalog
 from toolsift.errors import CatalogError
-from toolsift.router import MAX_QUERY_CHARS
+from toolsift.router import within_query_limit
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class Query:
     @property
     def routable(self) -> bool:
         """Within the router's length limit: longer queries are refused, as the API refuses them."""
-        return len(self.text.strip()) <= MAX_QUERY_CHARS
+        return within_query_limit(self.text)
 
 
 @dataclass(frozen=True)

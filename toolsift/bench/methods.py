@@ -12,7 +12,7 @@ from toolsift.catalog import Catalog
 from toolsift.embeddings import Embedder, EmbedderWrapper, EmbeddingCache, embed_documents_cached
 from toolsift.index import FaissIndex
 from toolsift.index.lexical import LexicalIndex, word_and_cjk_tokens, word_tokens
-from toolsift.router import MAX_QUERY_CHARS, RankingConfig, Router
+from toolsift.router import RankingConfig, Router, within_query_limit
 from toolsift.types import Matrix
 
 CHUNK = 512
@@ -60,7 +60,7 @@ class ToolsiftMethod:
 
     def rank(self, queries: Sequence[str], depth: int) -> list[list[str]]:
         depth = min(depth, len(self.router.catalog))
-        accepted = [text for text in queries if len(text.strip()) <= MAX_QUERY_CHARS]
+        accepted = [text for text in queries if within_query_limit(text)]
         self.refused = len(queries) - len(accepted)
         ranked: dict[str, list[str]] = {}
         for start in range(0, len(accepted), CHUNK):

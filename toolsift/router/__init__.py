@@ -3,7 +3,7 @@
 from toolsift.router.delivery import DELIVERY_MODES, Delivery, deliver
 from toolsift.router.formats import OUTPUT_FORMATS, OutputFormat, format_tool
 from toolsift.router.ranking import RankingConfig
-from toolsift.router.router import DEFAULT_K, MAX_K, MAX_QUERY_CHARS, Match, Router, RouteResult
+from toolsift.router.router import DEFAULT_K, MAX_K, MAX_QUERY_CHARS, Match, Router, RouteResult, within_query_limit
 from toolsift.router.rules import ACCESS_POLICIES, Access, TagIndex, TagRules
 from toolsift.router.sessions import SESSION_POLICIES, SessionPolicy, SessionStore, SessionTurn
 
@@ -28,5 +28,6 @@ __all__ = [
     "TagIndex",
     "TagRules",
     "deliver",
+    "within_query_limit",
     "format_tool",
 ]

@@ -345,13 +345,18 @@ class Router:
         return ids
 
 
+def within_query_limit(query: str) -> bool:
+    """Whether ``route`` accepts ``query``'s length (longer requests are refused)."""
+    return len(query.strip()) <= MAX_QUERY_CHARS
+
+
 def _check_query(query: str) -> str:
     if not isinstance(query, str):
         raise InvalidQuery("query", f"must be a string, not {type(query).__name__}")
     stripped = query.strip()
     if not stripped:
         raise InvalidQuery("query", "is empty; send the user's request as text")
-    if len(stripped) > MAX_QUERY_CHARS:
+    if not within_query_limit(stripped):
         raise InvalidQuery(
             "query",
             f"is {len(stripped)} characters; the limit is {MAX_QUERY_CHARS}. Send the latest user "
