@@ -181,9 +181,9 @@ def test_billed_tokens_by_hand() -> None:
 
 def test_sticky_sessions_keep_the_prefix_where_top_k_does_not(tiny_dataset: Path) -> None:
     from toolsift.bench.sessions import SessionPlan, run_sessions
-    from toolsift.bench.tokens import SchemaTokens
     from toolsift.embeddings import HashingEmbedder
     from toolsift.router import Router
+    from toolsift.router.tokens import SchemaTokens
 
     dataset = load_dataset(tiny_dataset / "tools.jsonl", tiny_dataset / "queries.jsonl")
     router = Router.build(dataset.catalog, HashingEmbedder(64))

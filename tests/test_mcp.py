@@ -21,10 +21,10 @@ from mcp.client.stdio import StdioServerParameters
 
 from toolsift import Router
 from toolsift.embeddings import Embedder
-from toolsift.errors import CatalogError
+from toolsift.errors import CatalogError, McpServersFileError
 from toolsift.mcp import LiveCatalog, McpServerSpec, ReloadFailed, parse_sources, router_builder, to_tool
-from toolsift.mcp.server import create_mcp_server
 from toolsift.service import create_app
+from toolsift.service.mcp_server import create_mcp_server
 from toolsift.settings import Settings
 
 from conftest import free_port
@@ -93,13 +93,13 @@ def test_servers_file_is_parsed_and_checked() -> None:
         }
     })
     assert [(s.name, s.transport) for s in specs] == [("files", "stdio"), ("github", "http")]
-    with pytest.raises(CatalogError, match="server 'both'.*either 'command'"):
+    with pytest.raises(McpServersFileError, match="server 'both'.*either 'command'"):
         parse_sources({"mcpServers": {"both": {"command": "x", "url": "http://a"}}})
-    with pytest.raises(CatalogError, match="server 'none'"):
+    with pytest.raises(McpServersFileError, match="server 'none'"):
         parse_sources({"mcpServers": {"none": {"args": ["x"]}}})
-    with pytest.raises(CatalogError, match="server 'typo'.*comand"):
+    with pytest.raises(McpServersFileError, match="server 'typo'.*comand"):
         parse_sources({"mcpServers": {"typo": {"comand": "x"}}})
-    with pytest.raises(CatalogError, match="no servers listed"):
+    with pytest.raises(McpServersFileError, match="no servers listed"):
         parse_sources({"servers": {}})
 
 

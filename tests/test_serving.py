@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 
 from toolsift import Catalog, Router
 from toolsift.embeddings import Embedder
-from toolsift.observability import JsonFormatter
 from toolsift.service import create_app
+from toolsift.service.observability import JsonFormatter
 from toolsift.settings import Settings
 
 from conftest import free_port, wait_until_serving

@@ -15,6 +15,7 @@ from toolsift.catalog import parse_catalog
 from toolsift.errors import InvalidQuery, UnknownTool
 from toolsift.router import SessionStore, deliver
 from toolsift.service import create_app
+from toolsift.service.schemas import route_body
 from toolsift.settings import Settings
 
 from conftest import TINY_TOOLS
@@ -139,7 +140,7 @@ def test_allowed_tools_needs_openai_and_a_small_superset(tiny_router: Router) ->
     result = tiny_router.route("weather", 2)
     with pytest.raises(InvalidQuery, match="format=openai"):
         deliver(tiny_router, result, delivery="allowed_tools")
-    body = deliver(tiny_router, result, output_format="openai", delivery="allowed_tools")
+    body = route_body(deliver(tiny_router, result, output_format="openai", delivery="allowed_tools"))
     assert [t["function"]["name"] for t in body["tools"]] == sorted(tiny_router.catalog.names)
     masked = [t["function"]["name"] for t in body["tool_choice"]["allowed_tools"]["tools"]]
     assert masked == sorted(result.names) and body["tool_choice"]["type"] == "allowed_tools"

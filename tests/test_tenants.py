@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from toolsift import Router
-from toolsift.errors import CatalogError
+from toolsift.errors import TenantsFileError
 from toolsift.service import create_app
 from toolsift.settings import Settings
 from toolsift.tenants import load_tenants, parse_tenants
@@ -103,9 +103,9 @@ def test_keys_are_required_and_sessions_are_per_tenant(client: TestClient) -> No
 
 
 def test_tenants_file_is_checked(tmp_path: Path) -> None:
-    with pytest.raises(CatalogError, match="tenant 'a'.*key_sha256"):
+    with pytest.raises(TenantsFileError, match="tenant 'a'.*key_sha256"):
         parse_tenants({"tenants": {"a": {"tags": ["x"]}}})
-    with pytest.raises(CatalogError, match="share a key"):
+    with pytest.raises(TenantsFileError, match="share a key"):
         parse_tenants({"tenants": {"a": {"key": ACME_KEY}, "b": {"key": ACME_KEY}}})
     path = tmp_path / "t.json"
     digest = "a" * 64

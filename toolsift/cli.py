@@ -1,4 +1,5 @@
-"""Command line: ``toolsift build``, ``toolsift route``, ``toolsift serve``, ``toolsift validate``."""
+"""The ``toolsift`` command line. ``toolsift --help`` lists every command; the benchmark
+commands live in ``toolsift.bench.cli`` and are added to this group."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ import click
 import orjson
 
 from toolsift._version import __version__
+from toolsift.bench.cli import COMMANDS as BENCH_COMMANDS
 from toolsift.catalog import Catalog, load_catalog
 from toolsift.catalog.loader import DIALECTS
 from toolsift.embeddings import embedder_for
 from toolsift.errors import ToolsiftError
-from toolsift.index import INDEX_KINDS
+from toolsift.index import INDEX_KINDS, ToolIndex
 from toolsift.router import ACCESS_POLICIES, MAX_K, OUTPUT_FORMATS, Access, Router, TagRules, deliver
 from toolsift.router.ranking import DEFAULT_LEXICAL_WEIGHT
 from toolsift.settings import BUNDLED_CATALOG, Settings
@@ -112,7 +114,10 @@ def route(query: str, index_path: Path | None, k: int, tags: str | None, all_tag
     if output_format or as_json:
         payload: Any = result.definitions(output_format or "toolsift")  # type: ignore[arg-type]
         if as_json:
-            payload = deliver(router, result, output_format=output_format or "toolsift", rules=rules)  # type: ignore[arg-type]
+            from toolsift.service.schemas import route_body
+
+            delivered = deliver(router, result, output_format=output_format or "toolsift", rules=rules)  # type: ignore[arg-type]
+            payload = route_body(delivered)
         sys.stdout.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
         return
     if not result.matches:
@@ -166,7 +171,7 @@ def serve(index_path: Path | None, catalog: Path | None, host: str | None, port:
         router = Router.build(tools, embedder_for(settings.model, tools), cache=_open_cache(settings, False))
         router.save(settings.index_path)
     os.environ["TOOLSIFT_INDEX_PATH"] = str(settings.index_path)
-    from toolsift.observability import logging_config
+    from toolsift.service.observability import logging_config
 
     uvicorn.run(
         "toolsift.service:create_app", factory=True, host=settings.host, port=settings.port,
@@ -182,7 +187,7 @@ def serve(index_path: Path | None, catalog: Path | None, host: str | None, port:
 @click.option("--port", type=int, help="Port with --transport http [default: 8000].")
 def mcp_command(index_path: Path | None, transport: str, host: str | None, port: int | None) -> None:
     """Serve toolsift itself as an MCP server with one tool, search_tools."""
-    from toolsift.mcp.server import create_mcp_server
+    from toolsift.service.mcp_server import create_mcp_server
 
     settings = Settings.from_env(None, index_path=index_path, host=host, port=port)
     router = Router.load(settings.index_path, ranking=settings.ranking())
@@ -253,150 +258,17 @@ def validate(catalog: Path, dialect: str) -> None:
         click.echo(f"  {tag}: {count}")
 
 
-def _parse_ks(value: str) -> list[int]:
-    try:
-        ks = sorted({int(part) for part in value.split(",") if part.strip()})
-    except ValueError:
-        raise click.BadParameter(f"expected comma-separated integers such as 1,3,5,10, got {value!r}") from None
-    if not ks or ks[0] < 1:
-        raise click.BadParameter("every K must be a positive integer")
-    return ks
-
-
 @main.command()
-@click.option("--tools", type=click.Path(path_type=Path), help="tools.jsonl of one dataset (with --queries).")
-@click.option("--queries", type=click.Path(path_type=Path), help="queries.jsonl of that dataset.")
-@click.option("--dataset", "dataset_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False), help="A dataset folder holding tools.jsonl and queries.jsonl (repeatable).")
-@click.option("--datasets", "datasets_root", type=click.Path(path_type=Path, file_okay=False), help="Run every dataset folder under this one.")
-@click.option("--k", "ks", default="1,3,5,10", show_default=True, help="Comma-separated cut-offs.")
-@click.option("--methods", default="toolsift,toolsift-whole,dense,bm25,bm25-cjk,random", show_default=True, help="Comma-separated methods to compare (toolsift-whole: without splitting multi-part queries; bm25-cjk runs only where queries are CJK text).")
-@click.option("--limit", type=int, help="Score a seeded random sample of this many queries per dataset.")
-@click.option("--model", help="Embedding model [default: auto, chosen per catalog].")
-@click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write the results here as JSON.")
-@click.option("--report", "report_dir", type=click.Path(path_type=Path, file_okay=False), help="Write report.md, report.html and PNG plots here.")
-@click.option("--no-cache", is_flag=True, help="Do not use the on-disk embedding cache.")
-def bench(tools: Path | None, queries: Path | None, dataset_dirs: tuple[Path, ...], datasets_root: Path | None, ks: str, methods: str, limit: int | None, model: str | None, json_path: Path | None, report_dir: Path | None, no_cache: bool) -> None:
-    """Measure selection accuracy of toolsift and baselines (BM25, dense, random) on labelled queries."""
-    from toolsift.bench.datasets import find_datasets, load_dataset
-    from toolsift.bench.runner import (
-        results_document,
-        run_benchmarks,
-        write_accuracy_report,
-        write_json,
-    )
-    cutoffs = _parse_ks(ks)
-    folders = list(dataset_dirs) + (find_datasets(datasets_root) if datasets_root else [])
-    pairs = [(folder / "tools.jsonl", folder / "queries.jsonl") for folder in folders]
-    if tools or queries:
-        if not (tools and queries):
-            raise click.UsageError("--tools and --queries go together")
-        pairs.append((tools, queries))
-    if not pairs:
-        raise click.UsageError("say what to run: --tools T --queries Q, --dataset DIR or --datasets ROOT")
-    datasets = [load_dataset(t, q).sample(limit) for t, q in pairs]
-    settings = Settings.from_env(None, model=model)
-    command = "toolsift bench " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "toolsift bench"
-    results = run_benchmarks(
-        datasets, settings.model, cutoffs, [m.strip() for m in methods.split(",") if m.strip()],
-        _open_cache(settings, no_cache), click.echo,
-    )
-    if json_path:
-        write_json(json_path, results_document(results, settings.model, cutoffs, command))
-        click.echo(f"wrote {json_path}")
-    if report_dir:
-        click.echo(f"wrote {write_accuracy_report(report_dir, results, cutoffs, command)}")
+@click.option("--index", "index_path", type=click.Path(path_type=Path), help="Index folder [default: TOOLSIFT_INDEX_PATH or var/index].")
+@click.option("--tag", "tags", multiple=True, help="Only tools with this tag (repeatable: any of them).")
+def tools(index_path: Path | None, tags: tuple[str, ...]) -> None:
+    """List the names (and tags) of the indexed tools, by name: what --pin and tag rules can name."""
+    settings = Settings.from_env(None, index_path=index_path)
+    catalog = ToolIndex.load(settings.index_path).catalog
+    for tool in sorted(catalog, key=lambda tool: tool.name):
+        if not tags or set(tags) & set(tool.tags):
+            click.echo(f"{tool.name}  [{', '.join(tool.tags)}]" if tool.tags else tool.name)
 
 
-@main.command("abstention-bench")
-@click.option("--dataset", "dataset_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False), help="A dataset folder holding tools.jsonl and queries.jsonl (repeatable).")
-@click.option("--datasets", "datasets_root", type=click.Path(path_type=Path, file_okay=False), help="Run every dataset folder under this one.")
-@click.option("--limit", type=click.IntRange(1, 1_000_000), default=500, show_default=True, help="Seeded sample of queries per dataset.")
-@click.option("-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True)
-@click.option("--model", help="Embedding model [default: auto, chosen per catalog].")
-@click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write the figures here as JSON.")
-def abstention_bench(dataset_dirs: tuple[Path, ...], datasets_root: Path | None, limit: int, k: int, model: str | None, json_path: Path | None) -> None:
-    """Measure what a min_score threshold keeps of answerable queries and abstains on when no tool fits."""
-    from toolsift.bench.abstention import abstention_table, run_abstention
-    from toolsift.bench.datasets import find_datasets, load_dataset
-    from toolsift.bench.runner import write_json
-    folders = list(dataset_dirs) + (find_datasets(datasets_root) if datasets_root else [])
-    if not folders:
-        raise click.UsageError("say what to run: --dataset DIR or --datasets ROOT")
-    settings = Settings.from_env(None, model=model)
-    results = []
-    for folder in folders:
-        dataset = load_dataset(folder / "tools.jsonl", folder / "queries.jsonl").sample(limit)
-        embedder = embedder_for(settings.model, dataset.catalog)
-        router = Router.build(dataset.catalog, embedder, cache=_open_cache(settings, False))
-        results.append(run_abstention(dataset, router, k))
-    click.echo(abstention_table(results))
-    if json_path:
-        command = "toolsift abstention-bench " + " ".join(sys.argv[2:])
-        write_json(json_path, {"schema": "toolsift-abstention/1", "model": settings.model, "command": command, "results": results})
-        click.echo(f"wrote {json_path}")
-
-
-@main.command("sessions-bench")
-@click.option("--dataset", "dataset_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False), help="A dataset folder holding tools.jsonl and queries.jsonl (repeatable).")
-@click.option("--datasets", "datasets_root", type=click.Path(path_type=Path, file_okay=False), help="Run every dataset folder under this one.")
-@click.option("--sessions", "session_count", type=click.IntRange(1, 100000), default=200, show_default=True, help="Sessions per dataset.")
-@click.option("--turns", type=click.IntRange(2, 1000), default=8, show_default=True, help="Turns per session.")
-@click.option("-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True, help="Tools routed per turn.")
-@click.option("--follow-up", type=click.FloatRange(0, 1), default=0.6, show_default=True, help="Chance a turn continues an earlier turn's task (shares a needed tool).")
-@click.option("--cap", type=click.IntRange(1, 10000), default=64, show_default=True, help="Session cap (tools) before a reset.")
-@click.option("--model", help="Embedding model [default: auto, chosen per catalog].")
-@click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write the figures here as JSON.")
-@click.option("--no-cache", is_flag=True, help="Do not use the on-disk embedding cache.")
-def sessions_bench(dataset_dirs: tuple[Path, ...], datasets_root: Path | None, session_count: int, turns: int, k: int, follow_up: float, cap: int, model: str | None, json_path: Path | None, no_cache: bool) -> None:
-    """Measure prompt-cache stability over multi-turn sessions: sticky sessions vs per-query Top-K."""
-    from toolsift.bench.datasets import find_datasets, load_dataset
-    from toolsift.bench.runner import write_json
-    from toolsift.bench.sessions import SessionPlan, run_sessions, sessions_table
-    from toolsift.bench.tokens import SchemaTokens
-    folders = list(dataset_dirs) + (find_datasets(datasets_root) if datasets_root else [])
-    if not folders:
-        raise click.UsageError("say what to run: --dataset DIR or --datasets ROOT")
-    settings = Settings.from_env(None, model=model)
-    plan = SessionPlan(session_count, turns, k, follow_up, cap)
-    results = []
-    for folder in folders:
-        dataset = load_dataset(folder / "tools.jsonl", folder / "queries.jsonl")
-        click.echo(f"== {dataset.name}: {len(dataset.catalog)} tools, {session_count} sessions of {turns} turns")
-        router = Router.build(dataset.catalog, embedder_for(settings.model, dataset.catalog), cache=_open_cache(settings, no_cache))
-        results.append(run_sessions(dataset, router, plan, SchemaTokens(dataset.catalog)))
-        click.echo(sessions_table(results[-1:]))
-    if json_path:
-        command = "toolsift sessions-bench " + " ".join(sys.argv[2:])
-        write_json(json_path, {"schema": "toolsift-sessions/1", "model": settings.model, "command": command, "results": results})
-        click.echo(f"wrote {json_path}")
-
-
-@main.command()
-@click.option("--sizes", default="1000,10000,100000", show_default=True, help="Comma-separated catalog sizes (synthetic tools).")
-@click.option("--queries", "query_count", type=click.IntRange(10, 100000), default=200, show_default=True, help="Timed queries per size (in-process and over HTTP each).")
-@click.option("--kind", type=click.Choice(INDEX_KINDS), default="auto", show_default=True, help="Index kind the router uses (auto: flat up to 20,000 tools, hnsw above).")
-@click.option("--model", help="Embedding model [default: auto, chosen per catalog].")
-@click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write the figures here as JSON.")
-@click.option("--report", "report_dir", type=click.Path(path_type=Path, file_okay=False), help="Write performance.md/.html and a latency plot here.")
-def perf(sizes: str, query_count: int, kind: str, model: str | None, json_path: Path | None, report_dir: Path | None) -> None:
-    """Measure build throughput, route latency (in-process, HTTP) and memory at several catalog sizes."""
-    from toolsift.bench.performance import run_sizes
-    from toolsift.bench.report import performance_tables, plot_latency
-    from toolsift.bench.runner import write_json
-
-    settings = Settings.from_env(None, model=model)
-    document = run_sizes(_parse_ks(sizes), query_count, kind, settings.model, click.echo)
-    document["command"] = "toolsift perf " + " ".join(sys.argv[2:])
-    click.echo(performance_tables(document))
-    if json_path:
-        write_json(json_path, document)
-        click.echo(f"wrote {json_path}")
-    if report_dir:
-        report_dir.mkdir(parents=True, exist_ok=True)
-        image = plot_latency(document, report_dir)
-        markdown = f"Command: `{document['command']}`\n\n" + performance_tables(document)
-        (report_dir / "performance.md").write_text(f"# toolsift: performance\n\n{markdown}\n![latency]({image.name})\n")
-        from toolsift.bench.report import _to_html
-
-        (report_dir / "performance.html").write_text(_to_html("toolsift: performance", markdown, [image]))
-        click.echo(f"wrote {report_dir / 'performance.html'}")
+for _command in BENCH_COMMANDS:
+    main.add_command(_command)

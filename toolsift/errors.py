@@ -1,4 +1,18 @@
-"""Every error toolsift raises on purpose. Each message says what is wrong, where, and the fix."""
+"""Every error toolsift raises on purpose. Each message says what is wrong, where, and the fix.
+
+The classes know nothing of HTTP: the service maps each to a status code
+(``toolsift.service.responses.STATUS_CODES``); the CLI prints the message on one line.
+
+    ToolsiftError
+    ├── InputFileError            a file or entry the user wrote (file, entry, field, fix)
+    │   ├── CatalogError          a tool catalog
+    │   ├── TenantsFileError      the tenants file
+    │   └── McpServersFileError   the MCP servers file
+    ├── SettingsError             a TOOLSIFT_* setting
+    ├── EmbedderUnavailable, IndexMismatch, IndexNotFound
+    ├── UnknownTag, UnknownTool, InvalidQuery
+    └── AdminDisabled, Unauthorized, TenantUnauthorized, CatalogManagedElsewhere, ReloadFailed, NotReady
+"""
 
 from __future__ import annotations
 
@@ -9,11 +23,11 @@ from difflib import get_close_matches
 class ToolsiftError(Exception):
     """Base class: catch this to handle any toolsift error."""
 
-    status_code = 400  # used by the HTTP service
 
 
-class CatalogError(ToolsiftError):
-    """A catalog file or entry is malformed. Raised by the catalog loaders and validators."""
+class InputFileError(ToolsiftError):
+    """A file (or an entry of one) that the user wrote is malformed; the message names the file,
+    the entry and the field, and says the fix."""
 
     def __init__(
         self,
@@ -44,10 +58,30 @@ class CatalogError(ToolsiftError):
         super().__init__(message)
 
 
+class CatalogError(InputFileError):
+    """A catalog file or entry is malformed. Raised by the catalog loaders and validators."""
+
+
+class TenantsFileError(InputFileError):
+    """The tenants file (``--tenants``, ``TOOLSIFT_TENANTS``) is malformed."""
+
+
+class McpServersFileError(InputFileError):
+    """The MCP servers file (``--mcp-servers``, ``TOOLSIFT_MCP_SERVERS``) is malformed."""
+
+
+class SettingsError(ToolsiftError):
+    """A setting (``TOOLSIFT_*`` environment variable or argument) has a value toolsift cannot use."""
+
+    def __init__(self, name: str, value: object, expected: str) -> None:
+        self.name = name
+        self.value = value
+        super().__init__(f"{name}={value!r} is not valid: expected {expected}. Fix or unset {name}")
+
+
 class EmbedderUnavailable(ToolsiftError):
     """The embedding model cannot be loaded (missing package, unknown name)."""
 
-    status_code = 500
 
     def __init__(self, model: str, reason: str, fix: str) -> None:
         self.model = model
@@ -57,13 +91,19 @@ class EmbedderUnavailable(ToolsiftError):
 class IndexMismatch(ToolsiftError):
     """A saved index does not fit the catalog, model or code it is loaded with."""
 
-    status_code = 409
 
-    def __init__(self, path: str, what: str, expected: object, actual: object) -> None:
+    def __init__(self, path: str | None, what: str, expected: object, actual: object) -> None:
+        """``path`` is the index folder, or None for an index built in memory."""
         self.path = path
         self.what = what
         self.expected = expected
         self.actual = actual
+        if path is None:
+            super().__init__(
+                f"the index in memory was built with {what} {actual!r}, but the router was given {expected!r}. "
+                "Pass the embedder that built the index, or build a new one: Router.build(catalog, embedder)"
+            )
+            return
         super().__init__(
             f"index at {path} was built with {what} {actual!r}, but {expected!r} was expected. "
             f"Rebuild it: toolsift build CATALOG --out {path}"
@@ -73,7 +113,6 @@ class IndexMismatch(ToolsiftError):
 class IndexNotFound(ToolsiftError):
     """No saved index at the given path, or it is missing files."""
 
-    status_code = 404
 
     def __init__(self, path: str, missing: str) -> None:
         self.path = path
@@ -104,8 +143,8 @@ class UnknownTool(ToolsiftError):
         close = get_close_matches(name, list(known), n=3)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         super().__init__(
-            f"{field}: no tool named '{name}' in the catalog.{hint} GET /tools (or `toolsift route "
-            "--json`) lists the names"
+            f"{field}: no tool named '{name}' in the catalog.{hint} GET /tools (or `toolsift tools`) "
+            "lists the names"
         )
 
 
@@ -120,7 +159,6 @@ class InvalidQuery(ToolsiftError):
 class AdminDisabled(ToolsiftError):
     """Admin endpoints are off because no admin token is configured."""
 
-    status_code = 403
 
     def __init__(self) -> None:
         super().__init__(
@@ -132,7 +170,6 @@ class AdminDisabled(ToolsiftError):
 class Unauthorized(ToolsiftError):
     """An admin request without the right token."""
 
-    status_code = 401
 
     def __init__(self) -> None:
         super().__init__("missing or wrong admin token: send 'Authorization: Bearer <TOOLSIFT_ADMIN_TOKEN>'")
@@ -141,7 +178,6 @@ class Unauthorized(ToolsiftError):
 class CatalogManagedElsewhere(ToolsiftError):
     """A catalog edit was sent to a service whose catalog comes from MCP servers."""
 
-    status_code = 409
 
     def __init__(self) -> None:
         super().__init__(
@@ -153,7 +189,6 @@ class CatalogManagedElsewhere(ToolsiftError):
 class ReloadFailed(ToolsiftError):
     """Fetching or indexing the new tools failed; the previous catalog keeps serving."""
 
-    status_code = 502
 
     def __init__(self, reason: str) -> None:
         super().__init__(f"reload failed, the previous catalog is still serving: {reason}")
@@ -162,7 +197,6 @@ class ReloadFailed(ToolsiftError):
 class TenantUnauthorized(ToolsiftError):
     """A request without a valid tenant API key, once tenants are configured."""
 
-    status_code = 401
 
     def __init__(self) -> None:
         super().__init__("missing or unknown API key: send 'Authorization: Bearer <your tenant key>'")
@@ -171,7 +205,6 @@ class TenantUnauthorized(ToolsiftError):
 class NotReady(ToolsiftError):
     """The service has no index loaded yet."""
 
-    status_code = 503
 
     def __init__(self) -> None:
         super().__init__("the index is not loaded yet; retry in a moment")

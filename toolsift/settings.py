@@ -1,6 +1,8 @@
 """Settings read from an injectable mapping (``os.environ`` by default) with a ``TOOLSIFT_`` prefix.
 
-Explicit arguments win over the environment, which wins over the defaults.
+Explicit arguments win over the environment, which wins over the defaults. The defaults are the
+library's own constants (imported, not copied), and every value is checked when ``Settings`` is
+made: a bad one raises ``SettingsError``, one line that names the variable and what it takes.
 """
 
 from __future__ import annotations
@@ -11,7 +13,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolsift.errors import ToolsiftError
+from toolsift.embeddings import AUTO_MODEL
+from toolsift.errors import SettingsError
+from toolsift.index import INDEX_KINDS
+from toolsift.router.ranking import DEFAULT_INTENT_MIN_SCORE, DEFAULT_LEXICAL_WEIGHT
+from toolsift.router.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_CAP, DEFAULT_SESSION_TTL_SECONDS
 
 if TYPE_CHECKING:
     from toolsift.embeddings import EmbeddingCache
@@ -30,16 +36,16 @@ def _default_cache_dir() -> Path:
 class Settings:
     index_path: Path = Path("var/index")
     catalog_path: Path | None = None
-    model: str = "auto"
+    model: str = AUTO_MODEL
     """An embedding model; auto picks per catalog (see toolsift.embeddings.registry.model_for)."""
     index_kind: str = "auto"
     cache_dir: Path | None = field(default_factory=_default_cache_dir)
     host: str = "127.0.0.1"
     port: int = 8000
-    lexical_weight: float = 0.3  # = toolsift.router.ranking.DEFAULT_LEXICAL_WEIGHT (kept light: no index import here)
+    lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
     split_intents: bool = True
     """Route each part of a multi-part request too (see toolsift.router.intents)."""
-    intent_min_score: float = 5.0
+    intent_min_score: float = DEFAULT_INTENT_MIN_SCORE
     """A part's best tool joins the matches when it scores at least this for its part."""
     log_level: str = "info"
     log_format: str = "json"
@@ -48,10 +54,10 @@ class Settings:
     """Seconds between checks of the index folder; a new build there is loaded (0 turns it off)."""
     max_request_bytes: int = 65_536
     """Larger request bodies get 413 before they are read."""
-    session_cap: int = 64
+    session_cap: int = DEFAULT_SESSION_CAP
     """Most tools a sticky session holds before it resets (see toolsift.router.sessions)."""
-    max_sessions: int = 10_000
-    session_ttl: float = 3600.0
+    max_sessions: int = DEFAULT_MAX_SESSIONS
+    session_ttl: float = DEFAULT_SESSION_TTL_SECONDS
     """Seconds a session lives after its last turn."""
     admin_token: str | None = None
     """Bearer token for the admin endpoints (reload); they are off while it is unset."""
@@ -65,6 +71,10 @@ class Settings:
             value = getattr(self, name)
             if isinstance(value, str):  # accept strings from Python callers too
                 object.__setattr__(self, name, Path(value))
+        for name, (valid, expected) in _CHECKS.items():
+            value = getattr(self, name)
+            if not valid(value):
+                raise SettingsError(PREFIX + name.upper(), value, expected)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -95,6 +105,33 @@ class Settings:
         return RankingConfig(self.lexical_weight, split_intents=self.split_intents, intent_min_score=self.intent_min_score)
 
 
+def _number_in(low: float, high: float) -> Callable[[Any], bool]:
+    def valid(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
+
+    return valid
+
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+LOG_FORMATS = ("json", "text")
+
+_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "model": (lambda value: isinstance(value, str) and bool(value.strip()), "a model name, a model folder or auto"),
+    "index_kind": (lambda value: value in INDEX_KINDS, "one of " + ", ".join(INDEX_KINDS)),
+    "port": (_number_in(0, 65535), "a port number from 0 to 65535"),
+    "lexical_weight": (_number_in(0.0, 10.0), "a number from 0 (dense only) to 10"),
+    "intent_min_score": (_number_in(-100.0, 100.0), "a number of standard deviations from -100 to 100"),
+    "log_level": (lambda value: value in LOG_LEVELS, "one of " + ", ".join(LOG_LEVELS)),
+    "log_format": (lambda value: value in LOG_FORMATS, "json or text"),
+    "reload_interval": (_number_in(0.0, 86_400.0), "seconds from 0 (off) to 86400"),
+    "max_request_bytes": (_number_in(1024, 2**30), "a number of bytes from 1024 to 2**30"),
+    "session_cap": (_number_in(1, 100_000), "a number of tools from 1 to 100000"),
+    "max_sessions": (_number_in(1, 10**8), "a number of sessions from 1 to 10**8"),
+    "session_ttl": (_number_in(1.0, 10**8), "seconds, at least 1"),
+}
+"""Each checked setting: whether a value is valid, and what a valid one is (for the message)."""
+
+
 def _as_bool(raw: str) -> bool:
     lowered = raw.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
@@ -104,7 +141,7 @@ def _as_bool(raw: str) -> bool:
     raise ValueError(raw)
 
 
-_as_bool.__name__ = "true or false"
+_as_bool.__name__ = "true or false"  # named in SettingsError
 
 
 def _as_path_or_none(raw: str) -> Path | None:
@@ -134,7 +171,5 @@ def _cast(name: str, raw: str) -> Any:
     try:
         return cast(raw)
     except ValueError:
-        raise ToolsiftError(
-            f"environment variable {PREFIX}{name.upper()}={raw!r} is not valid; expected "
-            f"{getattr(cast, '__name__', 'a value')}"
-        ) from None
+        expected = _CHECKS[name][1] if name in _CHECKS else getattr(cast, "__name__", "a value")
+        raise SettingsError(PREFIX + name.upper(), raw, expected) from None

@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolsift.catalog.loader import read_document
-from toolsift.errors import CatalogError, TenantUnauthorized
+from toolsift.errors import TenantsFileError, TenantUnauthorized
 from toolsift.router import Access, Router, TagRules
 from toolsift.types import IdArray
 
@@ -100,24 +100,24 @@ class Tenants:
 def parse_tenants(document: Any, source: str = "<data>") -> Tenants:
     entries = document.get("tenants") if isinstance(document, dict) else None
     if not isinstance(entries, dict) or not entries:
-        raise CatalogError("no tenants listed", source=source, fix="Add a 'tenants' mapping: name -> {key_sha256, tags}")
+        raise TenantsFileError("no tenants listed", source=source, fix="Add a 'tenants' mapping: name -> {key_sha256, tags}")
     specs = []
     for name, entry in entries.items():
         try:
             specs.append(TenantSpec.model_validate({"name": str(name), **(entry or {})}))
         except ValidationError as error:
             first = error.errors()[0]
-            raise CatalogError(
+            raise TenantsFileError(
                 first["msg"], source=source, entry=f"tenant '{name}'",
                 field=".".join(str(p) for p in first["loc"]) or None,
                 fix="Each tenant needs key_sha256 (or key) and may have tags, access, tools",
             ) from None
     digests = [spec.digest for spec in specs]
     if len(set(digests)) != len(digests):
-        raise CatalogError("two tenants share a key", source=source, fix="Give every tenant its own key")
+        raise TenantsFileError("two tenants share a key", source=source, fix="Give every tenant its own key")
     return Tenants(specs)
 
 
 def load_tenants(path: str | Path) -> Tenants:
-    document, source = read_document(path, "tenants file")
+    document, source = read_document(path, "tenants file", TenantsFileError)
     return parse_tenants(document, source)

@@ -11,13 +11,12 @@ from toolsift.bench.datasets import Dataset
 from toolsift.bench.methods import (
     BM25Method,
     DenseMethod,
-    MemoEmbedder,
     Method,
     RandomMethod,
     ToolsiftMethod,
 )
 from toolsift.bench.metrics import interval95, mean, per_query
-from toolsift.embeddings import Embedder, EmbeddingCache
+from toolsift.embeddings import CachingEmbedder, Embedder, EmbeddingCache
 from toolsift.index.lexical import cjk_bigrams
 from toolsift.router import RankingConfig
 
@@ -112,7 +111,7 @@ def run_accuracy(
     cache: EmbeddingCache | None = None,
     count_tokens: bool = True,
 ) -> DatasetResult:
-    shared = MemoEmbedder(embedder)
+    shared = CachingEmbedder(embedder)
     scored = dataset.with_tools
     texts = [query.text for query in scored]
     golds = [query.relevant for query in scored]
@@ -185,7 +184,7 @@ def paired_comparisons(
 
 
 def token_savings(dataset: Dataset, rankings: Sequence[Sequence[str]], ks: Sequence[int]) -> dict[str, Any]:
-    from toolsift.bench.tokens import ENCODING, SchemaTokens
+    from toolsift.router.tokens import ENCODING, SchemaTokens
 
     counter = SchemaTokens(dataset.catalog)
     per_k = {}

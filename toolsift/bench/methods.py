@@ -6,14 +6,11 @@ import random
 from collections.abc import Sequence
 from typing import Protocol
 
-import numpy as np
-
 from toolsift.catalog import Catalog
-from toolsift.embeddings import Embedder, EmbedderWrapper, EmbeddingCache, embed_documents_cached
+from toolsift.embeddings import Embedder, EmbeddingCache, embed_documents_cached
 from toolsift.index import FaissIndex
 from toolsift.index.lexical import LexicalIndex, word_and_cjk_tokens, word_tokens
 from toolsift.router import RankingConfig, Router, within_query_limit
-from toolsift.types import Matrix
 
 CHUNK = 512
 
@@ -24,23 +21,6 @@ class Method(Protocol):
     def rank(self, queries: Sequence[str], depth: int) -> list[list[str]]:
         """Tool names for each query, best first, at most ``depth`` of them."""
         ...
-
-
-class MemoEmbedder(EmbedderWrapper):
-    """Remembers query vectors, so methods sharing a model embed each benchmark query once."""
-
-    def __init__(self, inner: Embedder) -> None:
-        super().__init__(inner)
-        self._queries: dict[str, np.ndarray] = {}
-
-    def embed_queries(self, texts: Sequence[str]) -> Matrix:
-        missing = [text for text in dict.fromkeys(texts) if text not in self._queries]
-        for start in range(0, len(missing), CHUNK):
-            chunk = missing[start:start + CHUNK]
-            self._queries.update(zip(chunk, self.inner.embed_queries(chunk), strict=True))
-        if not texts:
-            return np.empty((0, self.dimension), dtype=np.float32)
-        return np.stack([self._queries[text] for text in texts])
 
 
 class ToolsiftMethod:

@@ -167,15 +167,25 @@ def plot_latency(perf: dict[str, Any], folder: Path) -> Path:
     return path
 
 
-def write_report(folder: Path, title: str, markdown: str, images: Sequence[Path]) -> tuple[Path, Path]:
-    """Write ``report.md`` and ``report.html`` (tables plus the plots) into folder."""
+def write_report(
+    folder: Path, title: str, markdown: str, images: Sequence[Path], name: str = "report"
+) -> tuple[Path, Path]:
+    """Write ``<name>.md`` and ``<name>.html`` (tables plus the plots) into folder."""
     folder.mkdir(parents=True, exist_ok=True)
     body = markdown + "\n" + "\n".join(f"![{p.stem}]({p.name})" for p in images) + "\n"
-    md_path = folder / "report.md"
+    md_path = folder / f"{name}.md"
     md_path.write_text(f"# {title}\n\n{body}", encoding="utf-8")
-    html_path = folder / "report.html"
+    html_path = folder / f"{name}.html"
     html_path.write_text(_to_html(title, markdown, images), encoding="utf-8")
     return md_path, html_path
+
+
+def write_performance_report(folder: Path, perf: dict[str, Any]) -> Path:
+    """``performance.md`` and ``performance.html`` with the latency plot; returns the HTML's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    image = plot_latency(perf, folder)
+    markdown = f"Command: `{perf['command']}`\n\n" + performance_tables(perf)
+    return write_report(folder, "toolsift: performance", markdown, [image], name="performance")[1]
 
 
 def _to_html(title: str, markdown: str, images: Sequence[Path]) -> str:

@@ -35,10 +35,10 @@ from statistics import fmean
 from typing import Any
 
 from toolsift.bench.datasets import Dataset, Query
-from toolsift.bench.tokens import SchemaTokens
 from toolsift.catalog import Tool
 from toolsift.errors import CatalogError
 from toolsift.router import Router, SessionStore
+from toolsift.router.tokens import SchemaTokens
 
 METHODS = ("top-k ranked", "top-k canonical", "sticky", "sticky outranking")
 SYSTEM_TOKENS = 1000

@@ -16,7 +16,7 @@ import yaml
 from pydantic import ValidationError
 
 from toolsift.catalog.models import Catalog, Tool
-from toolsift.errors import CatalogError
+from toolsift.errors import CatalogError, InputFileError
 
 Dialect = Literal["auto", "toolsift", "openai", "anthropic", "mcp"]
 DIALECTS: tuple[str, ...] = ("auto", "toolsift", "openai", "anthropic", "mcp")
@@ -60,17 +60,18 @@ def parse_catalog(
     return Catalog(_tools_from_entries(entries, source, dialect), source=source)
 
 
-def read_document(path: str | Path, what: str) -> tuple[Any, str]:
+def read_document(path: str | Path, what: str, error: type[InputFileError] = CatalogError) -> tuple[Any, str]:
     """A YAML or JSON settings file (``.json`` is JSON, anything else YAML), and its name for
-    error messages; ``what`` names the file in the fix ("MCP servers file", "tenants file")."""
+    error messages; ``what`` names the file in the fix ("MCP servers file", "tenants file") and
+    ``error`` is the class raised when it cannot be read."""
     file = Path(path)
     if not file.is_file():
-        raise CatalogError("file not found", source=str(file), fix=f"Pass the path of your {what}")
+        raise error("file not found", source=str(file), fix=f"Pass the path of your {what}")
     raw = file.read_bytes()
     try:
         return (orjson.loads(raw) if file.suffix == ".json" else yaml.safe_load(raw)), str(file)
-    except (orjson.JSONDecodeError, yaml.YAMLError) as error:
-        raise CatalogError(f"cannot parse ({error})", source=str(file)) from None
+    except (orjson.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as problem:
+        raise error(f"cannot parse ({problem})", source=str(file)) from None
 
 
 def parse_tool(entry: Mapping[str, Any], *, dialect: Dialect = "auto") -> Tool:

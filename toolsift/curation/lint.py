@@ -295,7 +295,7 @@ def lint_catalog(
 
 
 def _token_counter() -> Callable[[str], int]:
-    from toolsift.bench.tokens import token_counter
+    from toolsift.router.tokens import token_counter
 
     try:
         return token_counter()

@@ -3,6 +3,7 @@
 from toolsift.embeddings.base import Embedder, EmbedderWrapper, normalise_rows
 from toolsift.embeddings.cache import CacheStats, EmbeddingCache, embed_documents_cached
 from toolsift.embeddings.hashing import HashingEmbedder
+from toolsift.embeddings.query_cache import CachingEmbedder, QueryCache
 from toolsift.embeddings.registry import (
     AUTO_MODEL,
     DEFAULT_MODEL,
@@ -18,10 +19,12 @@ __all__ = [
     "DEFAULT_MODEL",
     "MULTILINGUAL_MODEL",
     "CacheStats",
+    "CachingEmbedder",
     "Embedder",
     "EmbedderWrapper",
     "EmbeddingCache",
     "HashingEmbedder",
+    "QueryCache",
     "compose_tool_text",
     "embed_documents_cached",
     "embedder_for",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from toolsift.catalog.models import Tool
+from toolsift.text import split_camel
 
-_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SEPARATORS = re.compile(r"[_\-.:/\s]+")
 
 
@@ -15,7 +15,7 @@ def split_identifier(identifier: str) -> str:
     words: list[str] = []
     for part in _SEPARATORS.split(identifier):
         if part:
-            words.extend(_CAMEL_BOUNDARY.split(part))
+            words.extend(split_camel(part))
     return " ".join(word.lower() for word in words if word)
 
 

@@ -12,10 +12,10 @@ import Stemmer
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 from toolsift.index.exact import top_k
+from toolsift.text import split_camel
 from toolsift.types import IdArray
 
 _ALNUM_RUN = re.compile(r"[^\W_]+", re.UNICODE)  # letters and digits; '_' and punctuation split
-_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 # Hangul, CJK ideographs, kana: scripts where whitespace does not separate words well.
 CJK_RUN = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 
@@ -27,7 +27,7 @@ def word_tokens(text: str) -> list[str]:
     ``get user id v2``. No stemming, no stop words."""
     tokens: list[str] = []
     for run in _ALNUM_RUN.findall(text):
-        tokens.extend(part.lower() for part in _CAMEL_BOUNDARY.split(run) if part)
+        tokens.extend(part.lower() for part in split_camel(run))
     return tokens
 
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolsift.catalog.loader import read_document
-from toolsift.errors import CatalogError
+from toolsift.errors import McpServersFileError
 
 
 class McpServerSpec(BaseModel):
@@ -64,23 +64,23 @@ class McpServerSpec(BaseModel):
 
 def parse_sources(document: Any, source: str = "<data>") -> list[McpServerSpec]:
     if not isinstance(document, dict):
-        raise CatalogError("expected a mapping with 'mcpServers'", source=source)
+        raise McpServersFileError("expected a mapping with 'mcpServers'", source=source)
     servers = document.get("mcpServers", document.get("servers"))
     if not isinstance(servers, dict) or not servers:
-        raise CatalogError(
+        raise McpServersFileError(
             "no servers listed", source=source,
             fix="Add an 'mcpServers' mapping: server name -> {command, args} or {url}",
         )
     specs = []
     for name, entry in servers.items():
         if not isinstance(entry, dict):
-            raise CatalogError("expected a mapping", source=source, entry=f"server '{name}'")
+            raise McpServersFileError("expected a mapping", source=source, entry=f"server '{name}'")
         try:
             specs.append(McpServerSpec.model_validate({"name": str(name), **entry}))
         except ValidationError as error:
             first = error.errors()[0]
             field = ".".join(str(part) for part in first["loc"]) or None
-            raise CatalogError(
+            raise McpServersFileError(
                 first["msg"], source=source, entry=f"server '{name}'", field=field,
                 fix="Each server needs 'command' (+ 'args', 'env', 'cwd') or 'url'; optional: prefix, tags, timeout",
             ) from None
@@ -88,5 +88,5 @@ def parse_sources(document: Any, source: str = "<data>") -> list[McpServerSpec]:
 
 
 def load_sources(path: str | Path) -> list[McpServerSpec]:
-    document, source = read_document(path, "MCP servers file")
+    document, source = read_document(path, "MCP servers file", McpServersFileError)
     return parse_sources(document, source)

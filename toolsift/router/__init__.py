@@ -1,6 +1,6 @@
 """Tag rules, ranking, sessions, delivery and the Router that ties them together."""
 
-from toolsift.router.delivery import DELIVERY_MODES, Delivery, deliver
+from toolsift.router.delivery import DELIVERY_MODES, Delivered, Delivery, deliver
 from toolsift.router.formats import OUTPUT_FORMATS, OutputFormat, format_tool
 from toolsift.router.ranking import RankingConfig
 from toolsift.router.router import DEFAULT_K, MAX_K, MAX_QUERY_CHARS, Match, Router, RouteResult, within_query_limit
@@ -16,6 +16,7 @@ __all__ = [
     "OUTPUT_FORMATS",
     "SESSION_POLICIES",
     "Access",
+    "Delivered",
     "Delivery",
     "Match",
     "OutputFormat",

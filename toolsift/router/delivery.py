@@ -8,18 +8,21 @@ Two delivery modes:
   tool the rules allow when there is no session) and ``tool_choice`` masks it down to this turn's
   tools, so the tools array, and with it the cached prefix, stays the same from turn to turn.
 
-The body depends only on the catalog, the request and the session state: no timings, sorted keys,
-so the same request gives the same bytes in any process.
+``deliver`` returns a ``Delivered``: what to send and why. The HTTP service, the MCP server and
+the CLI turn it into the ``/route`` response body (``toolsift.service.schemas``). It depends only
+on the catalog, the request and the session state, never on timings, so the same request gives
+the same bytes in any process.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
 from toolsift.catalog import Tool, fingerprint_sequence
 from toolsift.errors import InvalidQuery
 from toolsift.router.formats import OutputFormat, format_tool
-from toolsift.router.router import Match, Router, RouteResult
+from toolsift.router.router import Router, RouteResult
 from toolsift.router.rules import TagRules
 from toolsift.router.sessions import SessionPolicy, SessionStore, SessionTurn
 from toolsift.types import IdArray
@@ -30,31 +33,28 @@ MAX_SUPERSET = 128
 """OpenAI accepts at most 128 tools per request: the most an allowed_tools superset may hold."""
 
 
-def match_record(match: Match) -> dict[str, Any]:
-    return {
-        "name": match.name,
-        "score": match.score,
-        "rank": match.rank,
-        "similarity": match.similarity,
-        "lexical": match.lexical,
-        "dense_part": match.dense_part,
-        "lexical_part": match.lexical_part,
-        "intent": match.intent,
-    }
+@dataclass(frozen=True)
+class Delivered:
+    """What a caller sends to its LLM for one routed request."""
 
+    result: RouteResult
+    """The routing result: this turn's ranked matches and pinned tools."""
+    tools: tuple[Tool, ...]
+    """The tools array to send, in order: the subset, the session's list, or the superset."""
+    output_format: OutputFormat
+    delivery: Delivery
+    session: SessionTurn | None = None
+    """With a session id: what this turn did to the session's list (its ``session_id`` is the caller's)."""
+    tool_choice: dict[str, Any] | None = None
+    """With ``allowed_tools``: the OpenAI ``tool_choice`` masking ``tools`` to this turn's."""
 
-def session_record(turn: SessionTurn) -> dict[str, Any]:
-    return {
-        "id": turn.session_id,
-        "turn": turn.turn,
-        "prefix_changed": turn.prefix_changed,
-        "appended": list(turn.appended),
-        "removed": list(turn.removed),
-        "replaced": list(turn.replaced),
-        "reset": turn.reset,
-        "held_back": list(turn.held_back),
-        "size": len(turn.tools),
-    }
+    @property
+    def fingerprint(self) -> str:
+        """sha256 of the tools array exactly as sent, order included."""
+        return fingerprint_sequence(self.tools)
+
+    def definitions(self) -> list[dict[str, Any]]:
+        return [format_tool(tool, self.output_format) for tool in self.tools]
 
 
 def allowed_tools_choice(names: list[str]) -> dict[str, Any]:
@@ -102,8 +102,8 @@ def deliver(
     session_policy: SessionPolicy = "all",
     scope: IdArray | None = None,
     session_namespace: str = "",
-) -> dict[str, Any]:
-    """The ``/route`` response body for ``result``."""
+) -> Delivered:
+    """What to send for ``result``: the tools array in the requested delivery mode."""
     if delivery not in DELIVERY_MODES:
         raise InvalidQuery("delivery", f"must be one of {', '.join(DELIVERY_MODES)}, got {delivery!r}")
     if delivery == "allowed_tools" and output_format != "openai":
@@ -112,28 +112,16 @@ def deliver(
             "allowed_tools is an OpenAI feature; send format=openai with it, or use delivery=subset",
         )
     selected = result.tools
-    body: dict[str, Any] = {
-        "matches": [match_record(match) for match in result.matches],
-        "pinned": sorted(tool.name for tool in result.pinned),
-        "catalog_fingerprint": result.catalog_fingerprint,
-        "eligible": result.eligible,
-        "k": result.k,
-        "format": output_format,
-        "delivery": delivery,
-    }
     tools: tuple[Tool, ...] = selected
+    turn: SessionTurn | None = None
     if session_id is not None:
         if sessions is None:
             raise InvalidQuery("session_id", "sessions are not enabled on this router")
         key = f"{session_namespace}\x1f{session_id}" if session_namespace else session_id  # tenants never share
         turn = sessions.advance(key, selected, router.catalog, ranked=result.names, policy=session_policy)
+        turn = replace(turn, session_id=session_id)
         tools = turn.tools
-        body["session"] = {**session_record(turn), "id": session_id}
     elif delivery == "allowed_tools":
         tools = superset_for(router, rules or TagRules(), result.pinned, scope)
-    if delivery == "allowed_tools":
-        body["tool_choice"] = allowed_tools_choice([tool.name for tool in selected])
-    body["tools"] = [format_tool(tool, output_format) for tool in tools]
-    body["fingerprint"] = fingerprint_sequence(tools)  # the tools array exactly, order included
-    body["selected_fingerprint"] = result.fingerprint  # this turn's selection, as a set
-    return body
+    choice = allowed_tools_choice([tool.name for tool in selected]) if delivery == "allowed_tools" else None
+    return Delivered(result, tools, output_format, delivery, turn, choice)

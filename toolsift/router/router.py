@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,6 +15,7 @@ from toolsift.embeddings import (
     AUTO_MODEL,
     Embedder,
     EmbeddingCache,
+    QueryCache,
     embedder_for,
     get_embedder,
     lexical_tool_text,
@@ -98,13 +97,16 @@ class RouteResult:
 
 
 class Router:
-    """Holds a tool index and the embedder that built it; thread-safe for concurrent ``route``."""
+    """Holds a tool index and the embedder that built it.
+
+    Thread-safe for concurrent ``route``: the index, tag index and BM25 index are read-only once
+    built, and the query cache (the only state a route changes) locks its own updates."""
 
     def __init__(self, index: ToolIndex, embedder: Embedder, ranking: RankingConfig | None = None) -> None:
         if embedder.name != index.manifest.model:
-            raise IndexMismatch("(in memory)", "embedding model", embedder.name, index.manifest.model)
+            raise IndexMismatch(None, "embedding model", embedder.name, index.manifest.model)
         if embedder.dimension != index.manifest.dimension:
-            raise IndexMismatch("(in memory)", "vector dimension", embedder.dimension, index.manifest.dimension)
+            raise IndexMismatch(None, "vector dimension", embedder.dimension, index.manifest.dimension)
         self.index = index
         self.embedder = embedder
         self.tag_index = TagIndex(index.catalog)
@@ -115,10 +117,7 @@ class Router:
             else None
         )
         self.moments = DenseMoments.of(index.vectors, len(index.catalog)) if len(index.catalog) else None
-        self._query_cache: OrderedDict[str, Vector] = OrderedDict()
-        self.query_cache_hits = 0
-        self.query_cache_misses = 0
-        self._lock = threading.Lock()
+        self.query_cache = QueryCache(embedder, QUERY_CACHE_SIZE)
         self.last_build: BuildStats | None = None
 
     # -- construction ----------------------------------------------------------------------
@@ -173,26 +172,8 @@ class Router:
     # -- routing ---------------------------------------------------------------------------
 
     def embed_queries(self, queries: Sequence[str]) -> list[Vector]:
-        """Query vectors, from the in-memory LRU cache where possible; misses embed in one batch."""
-        found: dict[str, Vector] = {}
-        with self._lock:
-            for query in queries:
-                cached = self._query_cache.get(query)
-                if cached is not None:
-                    self._query_cache.move_to_end(query)
-                    found[query] = cached
-        missing = list(dict.fromkeys(q for q in queries if q not in found))
-        self.query_cache_hits += len(queries) - len(missing)
-        self.query_cache_misses += len(missing)
-        if missing:
-            fresh = self.embedder.embed_queries(missing)
-            with self._lock:
-                for query, vector in zip(missing, fresh, strict=True):
-                    found[query] = vector
-                    self._query_cache[query] = vector
-                while len(self._query_cache) > QUERY_CACHE_SIZE:
-                    self._query_cache.popitem(last=False)
-        return [found[query] for query in queries]
+        """Query vectors, from the query cache where possible; misses embed in one batch."""
+        return self.query_cache.embed(queries)
 
     def route(
         self,

@@ -20,6 +20,7 @@ from pydantic import Field
 from toolsift._version import __version__
 from toolsift.errors import ToolsiftError
 from toolsift.router import MAX_K, MAX_QUERY_CHARS, Access, Router, SessionPolicy, SessionStore, TagRules, deliver
+from toolsift.service.schemas import route_body
 
 INSTRUCTIONS = (
     "toolsift knows a large catalog of tools. Before answering a request that may need a tool, call "
@@ -58,10 +59,11 @@ def create_mcp_server(get_router: Callable[[], Router], sessions: SessionStore |
             router = get_router()
             rules = TagRules.parse(any_of=tags, exclude=exclude_tags, access=access)
             result = router.route(query, k, rules)
-            return deliver(
+            delivered = deliver(
                 router, result, output_format="mcp", rules=rules,
                 session_id=session_id, sessions=sessions, session_policy=session_policy,
             )
+            return route_body(delivered)
         except ToolsiftError as error:  # the message says what to fix; let the client's model read it
             raise ToolError(str(error)) from None
 

@@ -15,7 +15,7 @@ import orjson
 
 from toolsift.catalog import Catalog
 from toolsift.errors import ToolsiftError
-from toolsift.router import format_tool
+from toolsift.router.formats import format_tool
 
 ENCODING = "cl100k_base"
 

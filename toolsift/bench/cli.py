@@ -1,0 +1,219 @@
+"""The benchmark commands: ``toolsift bench``, ``abstention-bench``, ``sessions-bench`` and ``perf``.
+
+They are registered on the main ``toolsift`` group (``toolsift.cli``) with ``add_command``.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from toolsift.bench.datasets import Dataset, find_datasets, load_dataset
+from toolsift.bench.runner import write_json
+from toolsift.catalog import Catalog
+from toolsift.embeddings import embedder_for
+from toolsift.index import INDEX_KINDS
+from toolsift.router import MAX_K, Router
+from toolsift.settings import Settings
+
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def dataset_folders(function: Command) -> Command:
+    """``--dataset DIR`` (repeatable) and ``--datasets ROOT``, handed to the command as
+    ``folders``: the dataset folders to run, in the order given."""
+
+    @click.option(
+        "--dataset", "dataset_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
+        help="A dataset folder holding tools.jsonl and queries.jsonl (repeatable).",
+    )
+    @click.option(
+        "--datasets", "datasets_root", type=click.Path(path_type=Path, file_okay=False),
+        help="Run every dataset folder under this one.",
+    )
+    @functools.wraps(function)
+    def with_folders(*args: Any, dataset_dirs: tuple[Path, ...], datasets_root: Path | None, **kwargs: Any) -> Any:
+        folders = list(dataset_dirs) + (find_datasets(datasets_root) if datasets_root else [])
+        return function(*args, folders=folders, **kwargs)
+
+    return with_folders  # type: ignore[return-value]
+
+
+model_option = click.option("--model", help="Embedding model [default: auto, chosen per catalog].")
+json_option = click.option(
+    "--json", "json_path", type=click.Path(path_type=Path), help="Write the figures here as JSON."
+)
+no_cache_option = click.option("--no-cache", is_flag=True, help="Do not use the on-disk embedding cache.")
+
+
+def parse_ks(value: str) -> list[int]:
+    """``"1,3,5"`` -> ``[1, 3, 5]``: sorted, distinct, positive."""
+    try:
+        ks = sorted({int(part) for part in value.split(",") if part.strip()})
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers such as 1,3,5,10, got {value!r}") from None
+    if not ks or ks[0] < 1:
+        raise click.BadParameter("every K must be a positive integer")
+    return ks
+
+
+def command_line(name: str) -> str:
+    """The command as it was run, recorded in the JSON results."""
+    return f"toolsift {name} " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else f"toolsift {name}"
+
+
+def need_folders(folders: list[Path]) -> None:
+    if not folders:
+        raise click.UsageError("say what to run: --dataset DIR or --datasets ROOT")
+
+
+def write_figures(json_path: Path | None, document: dict[str, Any]) -> None:
+    if json_path:
+        write_json(json_path, document)
+        click.echo(f"wrote {json_path}")
+
+
+def router_for(catalog: Catalog, settings: Settings, no_cache: bool = False) -> Router:
+    """A router over ``catalog`` with the model the settings name (auto: chosen per catalog)."""
+    cache = None if no_cache else settings.open_cache()
+    return Router.build(catalog, embedder_for(settings.model, catalog), cache=cache)
+
+
+def dataset_pairs(folders: list[Path], tools: Path | None, queries: Path | None) -> list[tuple[Path, Path]]:
+    pairs = [(folder / "tools.jsonl", folder / "queries.jsonl") for folder in folders]
+    if tools or queries:
+        if not (tools and queries):
+            raise click.UsageError("--tools and --queries go together")
+        pairs.append((tools, queries))
+    if not pairs:
+        raise click.UsageError("say what to run: --tools T --queries Q, --dataset DIR or --datasets ROOT")
+    return pairs
+
+
+@click.command()
+@click.option("--tools", type=click.Path(path_type=Path), help="tools.jsonl of one dataset (with --queries).")
+@click.option("--queries", type=click.Path(path_type=Path), help="queries.jsonl of that dataset.")
+@dataset_folders
+@click.option("--k", "ks", default="1,3,5,10", show_default=True, help="Comma-separated cut-offs.")
+@click.option(
+    "--methods", default="toolsift,toolsift-whole,dense,bm25,bm25-cjk,random", show_default=True,
+    help="Comma-separated methods to compare (toolsift-whole: without splitting multi-part queries; bm25-cjk "
+    "runs only where queries are CJK text).",
+)
+@click.option("--limit", type=int, help="Score a seeded random sample of this many queries per dataset.")
+@model_option
+@click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write the results here as JSON.")
+@click.option(
+    "--report", "report_dir", type=click.Path(path_type=Path, file_okay=False),
+    help="Write report.md, report.html and PNG plots here.",
+)
+@no_cache_option
+def bench(
+    tools: Path | None, queries: Path | None, folders: list[Path], ks: str, methods: str, limit: int | None,
+    model: str | None, json_path: Path | None, report_dir: Path | None, no_cache: bool,
+) -> None:
+    """Measure selection accuracy of toolsift and baselines (BM25, dense, random) on labelled queries."""
+    from toolsift.bench.runner import results_document, run_benchmarks, write_accuracy_report
+
+    cutoffs = parse_ks(ks)
+    datasets = [load_dataset(t, q).sample(limit) for t, q in dataset_pairs(folders, tools, queries)]
+    settings = Settings.from_env(None, model=model)
+    command = command_line("bench")
+    results = run_benchmarks(
+        datasets, settings.model, cutoffs, [m.strip() for m in methods.split(",") if m.strip()],
+        None if no_cache else settings.open_cache(), click.echo,
+    )
+    if json_path:
+        write_figures(json_path, results_document(results, settings.model, cutoffs, command))
+    if report_dir:
+        click.echo(f"wrote {write_accuracy_report(report_dir, results, cutoffs, command)}")
+
+
+@click.command("abstention-bench")
+@dataset_folders
+@click.option("--limit", type=click.IntRange(1, 1_000_000), default=500, show_default=True, help="Seeded sample of queries per dataset.")
+@click.option("-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True)
+@model_option
+@json_option
+def abstention_bench(folders: list[Path], limit: int, k: int, model: str | None, json_path: Path | None) -> None:
+    """Measure what a min_score threshold keeps of answerable queries and abstains on when no tool fits."""
+    from toolsift.bench.abstention import abstention_table, run_abstention
+
+    need_folders(folders)
+    settings = Settings.from_env(None, model=model)
+    results = []
+    for folder in folders:
+        dataset = _load(folder).sample(limit)
+        results.append(run_abstention(dataset, router_for(dataset.catalog, settings), k))
+    click.echo(abstention_table(results))
+    write_figures(json_path, {
+        "schema": "toolsift-abstention/1", "model": settings.model, "command": command_line("abstention-bench"),
+        "results": results,
+    })
+
+
+@click.command("sessions-bench")
+@dataset_folders
+@click.option("--sessions", "session_count", type=click.IntRange(1, 100000), default=200, show_default=True, help="Sessions per dataset.")
+@click.option("--turns", type=click.IntRange(2, 1000), default=8, show_default=True, help="Turns per session.")
+@click.option("-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True, help="Tools routed per turn.")
+@click.option("--follow-up", type=click.FloatRange(0, 1), default=0.6, show_default=True, help="Chance a turn continues an earlier turn's task (shares a needed tool).")
+@click.option("--cap", type=click.IntRange(1, 10000), default=64, show_default=True, help="Session cap (tools) before a reset.")
+@model_option
+@json_option
+@no_cache_option
+def sessions_bench(
+    folders: list[Path], session_count: int, turns: int, k: int, follow_up: float, cap: int, model: str | None,
+    json_path: Path | None, no_cache: bool,
+) -> None:
+    """Measure prompt-cache stability over multi-turn sessions: sticky sessions vs per-query Top-K."""
+    from toolsift.bench.sessions import SessionPlan, run_sessions, sessions_table
+    from toolsift.router.tokens import SchemaTokens
+
+    need_folders(folders)
+    settings = Settings.from_env(None, model=model)
+    plan = SessionPlan(session_count, turns, k, follow_up, cap)
+    results = []
+    for folder in folders:
+        dataset = _load(folder)
+        click.echo(f"== {dataset.name}: {len(dataset.catalog)} tools, {session_count} sessions of {turns} turns")
+        router = router_for(dataset.catalog, settings, no_cache)
+        results.append(run_sessions(dataset, router, plan, SchemaTokens(dataset.catalog)))
+        click.echo(sessions_table(results[-1:]))
+    write_figures(json_path, {
+        "schema": "toolsift-sessions/1", "model": settings.model, "command": command_line("sessions-bench"),
+        "results": results,
+    })
+
+
+@click.command()
+@click.option("--sizes", default="1000,10000,100000", show_default=True, help="Comma-separated catalog sizes (synthetic tools).")
+@click.option("--queries", "query_count", type=click.IntRange(10, 100000), default=200, show_default=True, help="Timed queries per size (in-process and over HTTP each).")
+@click.option("--kind", type=click.Choice(INDEX_KINDS), default="auto", show_default=True, help="Index kind the router uses (auto: flat up to 20,000 tools, hnsw above).")
+@model_option
+@json_option
+@click.option("--report", "report_dir", type=click.Path(path_type=Path, file_okay=False), help="Write performance.md/.html and a latency plot here.")
+def perf(sizes: str, query_count: int, kind: str, model: str | None, json_path: Path | None, report_dir: Path | None) -> None:
+    """Measure build throughput, route latency (in-process, HTTP) and memory at several catalog sizes."""
+    from toolsift.bench.performance import run_sizes
+    from toolsift.bench.report import performance_tables, write_performance_report
+
+    settings = Settings.from_env(None, model=model)
+    document = run_sizes(parse_ks(sizes), query_count, kind, settings.model, click.echo)
+    document["command"] = command_line("perf")
+    click.echo(performance_tables(document))
+    write_figures(json_path, document)
+    if report_dir:
+        click.echo(f"wrote {write_performance_report(report_dir, document)}")
+
+
+def _load(folder: Path) -> Dataset:
+    return load_dataset(folder / "tools.jsonl", folder / "queries.jsonl")
+
+
+COMMANDS = (bench, abstention_bench, sessions_bench, perf)

@@ -1,0 +1,104 @@
+"""How the serving catalog changes: admin edits, reloads of the index folder, and the watcher
+that lets every worker follow the folder. On any failure the previous router keeps serving."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from toolsift.catalog import Catalog
+from toolsift.embeddings import Embedder
+from toolsift.errors import CatalogManagedElsewhere, IndexMismatch
+from toolsift.router import Router
+from toolsift.service.state import ServiceState
+
+logger = logging.getLogger("toolsift.service")
+
+
+def publish(state: ServiceState, router: Router) -> None:
+    """Serve ``router`` from now on, and count the reload."""
+    state.routers.set(router)
+    state.metrics.reloads.labels("ok").inc()
+
+
+def load_index_folder(state: ServiceState, embedder: Embedder) -> Router:
+    """The index folder as it is now, with the serving model when the folder was built with it,
+    else with the model its manifest names: a rebuild may switch models (``auto`` picks the
+    multilingual one once a catalog is mostly in another script), and the service follows."""
+    path, ranking = state.settings.index_path, state.settings.ranking()
+    try:
+        return Router.load(path, embedder, ranking=ranking)
+    except IndexMismatch as error:
+        if error.what != "embedding model":
+            raise
+        logger.info("the index folder was built with %s (serving %s): loading that model", error.actual, embedder.name)
+        return Router.load(path, ranking=ranking)
+
+
+async def reload_index_folder(state: ServiceState) -> Router:
+    """Load the index folder again and serve it; a failure is counted, logged and raised."""
+    previous = state.routers.get()
+    try:
+        loaded = await anyio.to_thread.run_sync(load_index_folder, state, previous.embedder)
+    except Exception:
+        state.metrics.reloads.labels("failed").inc()
+        logger.warning("the index folder does not load; still serving the previous one", exc_info=True)
+        raise
+    publish(state, loaded)
+    return loaded
+
+
+async def watch_index_folder(state: ServiceState) -> None:
+    """Every worker follows the index folder: when `toolsift build` (or another worker's admin
+    edit) swaps in a new one, load it and switch; a folder that fails to load is logged and the
+    current index serves on."""
+    state.folder_seen = state.folder_version()
+    while True:
+        await anyio.sleep(state.settings.reload_interval)
+        current = state.folder_version()
+        if current == state.folder_seen:
+            continue
+        state.folder_seen = current
+        try:
+            loaded = await reload_index_folder(state)
+        except Exception:  # noqa: BLE001 - logged and counted; keep watching
+            continue
+        logger.info("index folder changed: now serving catalog %s (%d tools)", loaded.catalog.fingerprint, len(loaded.catalog))
+
+
+CatalogChange = Callable[[Catalog], Catalog]
+
+
+async def change_catalog(state: ServiceState, change: CatalogChange) -> dict[str, Any]:
+    """Apply an admin change: build beside the serving router (re-embedding only what changed),
+    save it to the index folder (other workers follow), then swap. Any failure: nothing changes."""
+    if state.live is not None:
+        raise CatalogManagedElsewhere()
+    async with state.edit_lock:
+        current = state.routers.get()
+        catalog = change(current.catalog)
+        updated = await anyio.to_thread.run_sync(current.rebuilt, catalog)
+        if state.given_router is None:  # serving the index folder: persist, atomically
+            await anyio.to_thread.run_sync(updated.save, state.settings.index_path)
+            state.folder_seen = state.folder_version()
+        publish(state, updated)
+    return change_summary(current, updated)
+
+
+def change_summary(before: Router, after: Router) -> dict[str, Any]:
+    """What an edit did: the tools added, removed and changed, and what was embedded."""
+    old, new = before.catalog, after.catalog
+    names_before, names_after = set(old.names), set(new.names)
+    stats = after.last_build
+    return {
+        "tools": len(new),
+        "catalog_fingerprint": new.fingerprint,
+        "added": sorted(names_after - names_before),
+        "removed": sorted(names_before - names_after),
+        "changed": sorted(n for n in names_before & names_after if old.get(n) != new.get(n)),
+        "embedded": stats.embedded if stats else None,
+        "reused": stats.reused if stats else None,
+    }

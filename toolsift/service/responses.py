@@ -1,0 +1,102 @@
+"""Response classes and the mapping from toolsift's errors to HTTP status codes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from toolsift.errors import (
+    AdminDisabled,
+    CatalogManagedElsewhere,
+    EmbedderUnavailable,
+    IndexMismatch,
+    IndexNotFound,
+    NotReady,
+    ReloadFailed,
+    TenantUnauthorized,
+    ToolsiftError,
+    Unauthorized,
+)
+
+
+class JSONBytes(Response):
+    """JSON via orjson, keys sorted: the same content always gives the same bytes."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content, option=orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY)
+
+
+STATUS_CODES: dict[type[ToolsiftError], int] = {
+    ToolsiftError: 400,
+    Unauthorized: 401,
+    TenantUnauthorized: 401,
+    AdminDisabled: 403,
+    IndexNotFound: 404,
+    IndexMismatch: 409,
+    CatalogManagedElsewhere: 409,
+    EmbedderUnavailable: 500,
+    ReloadFailed: 502,
+    NotReady: 503,
+}
+"""The HTTP status of each error class; a subclass not listed takes its nearest listed base's."""
+
+
+def status_for(error: ToolsiftError) -> int:
+    for kind in type(error).__mro__:
+        if kind in STATUS_CODES:
+            return STATUS_CODES[kind]
+    return 400
+
+
+def error_response(kind: str, message: str, status_code: int, **extra: Any) -> JSONBytes:
+    """The one error body: ``{"error": {"type", "message", ...}}``."""
+    return JSONBytes({"error": {"type": kind, "message": message, **extra}}, status_code=status_code)
+
+
+async def toolsift_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, ToolsiftError)
+    return error_response(type(error).__name__, str(error), status_for(error))
+
+
+async def http_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, StarletteHTTPException)
+    kind, message = {
+        404: (
+            "NotFound",
+            f"no such route: {request.url.path}. The API is POST /route, GET /tools, GET /healthz; docs at /docs",
+        ),
+        405: (
+            "MethodNotAllowed",
+            f"{request.method} is not allowed on {request.url.path}; see /docs for the methods each route takes",
+        ),
+    }.get(error.status_code, ("HTTPError", str(error.detail)))
+    response = error_response(kind, message, error.status_code)
+    response.headers.update(getattr(error, "headers", None) or {})
+    return response
+
+
+async def validation_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, RequestValidationError)
+    problems = [
+        {
+            "field": ".".join(str(part) for part in item.get("loc", ()) if part != "body"),
+            "message": item.get("msg", ""),
+        }
+        for item in error.errors()
+    ]
+    message = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems)
+    return error_response("InvalidRequest", message, 422, problems=problems)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Every error leaves as JSON in the one error shape, with its mapped status code."""
+    app.add_exception_handler(ToolsiftError, toolsift_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, validation_error)

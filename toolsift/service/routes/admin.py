@@ -1,0 +1,74 @@
+"""``/admin/*``: catalog edits, reloads and status, behind the admin token."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+
+from toolsift.catalog import Catalog, parse_catalog
+from toolsift.errors import UnknownTool
+from toolsift.service.catalog_updates import change_catalog, reload_index_folder
+from toolsift.service.dependencies import State, require_admin
+from toolsift.service.schemas import AdminChange, ToolsIn
+
+logger = logging.getLogger("toolsift.service")
+router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
+
+
+@router.post("/tools", summary="Add or replace tools (admin token)", response_model=AdminChange)
+async def upsert_tools(change: ToolsIn, state: State) -> dict[str, Any]:
+    """Tools with a new name are added at the end; a tool with an existing name replaces it."""
+    incoming = parse_catalog(change.tools, source="POST /admin/tools", dialect=change.dialect)
+
+    def apply(catalog: Catalog) -> Catalog:
+        replaced = {tool.name: tool for tool in incoming}
+        merged = [replaced.pop(tool.name, tool) for tool in catalog]
+        return Catalog([*merged, *replaced.values()], source=catalog.source)
+
+    return await change_catalog(state, apply)
+
+
+@router.delete("/tools/{name}", summary="Remove a tool (admin token)", response_model=AdminChange)
+async def delete_tool(name: str, state: State) -> dict[str, Any]:
+    def apply(catalog: Catalog) -> Catalog:
+        if name not in catalog:
+            raise UnknownTool(name, catalog.names, field="name")
+        return Catalog([tool for tool in catalog if tool.name != name], source=catalog.source)
+
+    return await change_catalog(state, apply)
+
+
+@router.post("/reload", summary="Reload the catalog (admin token)")
+async def reload(
+    state: State, server: Annotated[str | None, Query(description="Only this MCP server")] = None
+) -> dict[str, Any]:
+    """With MCP servers: fetch their tools again and re-index what changed. Otherwise: load the
+    index folder again (after `toolsift build` wrote a new one). On any failure the previous
+    catalog keeps serving and the error says why."""
+    if state.live is not None:
+        try:
+            return {"source": "mcp", **await state.live.reload(server)}  # the live catalog counts its reloads
+        except Exception:
+            logger.warning("reload failed; the previous catalog keeps serving", exc_info=True)
+            raise
+    previous = state.routers.get()
+    loaded = await reload_index_folder(state)
+    return {
+        "source": str(state.settings.index_path),
+        "changed": loaded.catalog.fingerprint != previous.catalog.fingerprint,
+        "tools": len(loaded.catalog),
+        "catalog_fingerprint": loaded.catalog.fingerprint,
+    }
+
+
+@router.get("/status", summary="Catalog sources and reload history (admin token)")
+def admin_status(state: State) -> dict[str, Any]:
+    current = state.routers.get()
+    return {
+        "tools": len(current.catalog),
+        "catalog_fingerprint": current.catalog.fingerprint,
+        "sessions": len(state.sessions),
+        "live": state.live.status() if state.live is not None else None,
+    }

@@ -1,0 +1,35 @@
+"""``GET /healthz`` and the Prometheus metrics at ``/metrics``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from toolsift._version import __version__
+from toolsift.service.dependencies import State
+
+router = APIRouter()
+
+
+@router.get("/healthz", summary="Liveness and what is loaded")
+def healthz(state: State) -> dict[str, Any]:
+    current = state.routers.get()
+    if state.tenants is not None:  # unauthenticated: say nothing about the catalog
+        return {"status": "ok", "version": __version__}
+    manifest = current.index.manifest
+    return {
+        "status": "ok",
+        "version": __version__,
+        "tools": len(current.catalog),
+        "model": manifest.model,
+        "index_kind": manifest.kind,
+        "catalog_fingerprint": manifest.catalog_fingerprint,
+    }
+
+
+@router.get("/metrics", include_in_schema=False)
+def prometheus(state: State) -> Response:
+    return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,35 @@
+"""``POST /route``: the tools for one request, in the form and delivery mode asked for."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import Response
+
+from toolsift.router import deliver
+from toolsift.service.dependencies import State, Tenant
+from toolsift.service.responses import JSONBytes
+from toolsift.service.schemas import RouteRequest, RouteResponse, route_body
+
+router = APIRouter()
+
+
+@router.post(
+    "/route", response_model=RouteResponse, response_model_exclude_none=True, summary="Pick the tools for a query"
+)
+def route(request: RouteRequest, state: State, tenant: Tenant) -> Response:
+    current = state.routers.get()  # one router for the whole request, even if a reload lands meanwhile
+    scope = state.scope_of(tenant, current)
+    rules = request.rules()
+    result = current.route(
+        request.query, request.k, rules, min_score=request.min_score, pinned=request.pinned, scope=scope,
+        split_intents=request.split_intents,
+    )
+    delivered = deliver(
+        current, result, output_format=request.format, delivery=request.delivery, rules=rules,
+        session_id=request.session_id, sessions=state.sessions, session_policy=request.session_policy,
+        scope=scope, session_namespace=tenant.name if tenant else "",
+    )
+    state.metrics.route_latency.observe(result.took_ms / 1000)
+    # timing goes in headers, so the body stays byte-identical for identical requests
+    took = f"{result.took_ms:.3f}"
+    return JSONBytes(route_body(delivered), headers={"Server-Timing": f"route;dur={took}", "X-Toolsift-Took-Ms": took})

@@ -1,0 +1,101 @@
+"""What one service process holds: the live router, sessions, metrics and the catalog's source.
+
+``create_app`` makes one ``ServiceState`` and puts it on ``app.state.service``; endpoints reach
+it through ``toolsift.service.dependencies``. The router is swapped whole (``RouterHolder``), so
+each request sees one consistent index even while a reload lands.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from toolsift.errors import NotReady
+from toolsift.mcp import LiveCatalog
+from toolsift.router import Router, SessionStore
+from toolsift.service.observability import Metrics
+from toolsift.settings import Settings
+from toolsift.tenants import Tenants, TenantSpec
+from toolsift.types import IdArray
+
+
+class RouterHolder:
+    """The live router; swapped whole, so each request sees one consistent index."""
+
+    def __init__(self, router: Router | None = None) -> None:
+        self._router = router
+        self._lock = threading.Lock()
+
+    def get(self) -> Router:
+        router = self._router
+        if router is None:
+            raise NotReady()
+        return router
+
+    def peek(self) -> Router | None:
+        """The live router, or None before one is loaded (for metrics, which must not fail)."""
+        return self._router
+
+    def set(self, router: Router) -> None:
+        with self._lock:
+            self._router = router
+
+
+FolderVersion = tuple[str, float]
+
+
+@dataclass
+class ServiceState:
+    """Everything an endpoint may need, in one place."""
+
+    settings: Settings
+    tenants: Tenants | None
+    given_router: Router | None
+    """A router built in-process and passed to ``create_app`` (tests, embedding); None when the
+    service loads the index folder or a live catalog."""
+    routers: RouterHolder
+    sessions: SessionStore
+    metrics: Metrics = field(init=False)
+    live: LiveCatalog | None = None
+    """The running ``LiveCatalog`` while the catalog comes from MCP servers, else None."""
+    folder_seen: FolderVersion = ("", 0.0)
+    """The index folder version this process serves (for the watcher)."""
+    edit_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    lint_reports: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The lint report of the serving catalog, by catalog fingerprint (one kept)."""
+
+    def __post_init__(self) -> None:
+        self.metrics = Metrics(self.snapshot)
+
+    @classmethod
+    def create(cls, router: Router | None, settings: Settings, tenants: Tenants | None) -> ServiceState:
+        sessions = SessionStore(settings.session_cap, settings.max_sessions, settings.session_ttl)
+        return cls(settings, tenants, router, RouterHolder(router), sessions)
+
+    def snapshot(self) -> dict[str, float]:
+        """Values read at each metrics scrape."""
+        current = self.routers.peek()
+        if current is None:
+            return {"sessions": len(self.sessions)}
+        return {
+            "tools": len(current.catalog),
+            "sessions": len(self.sessions),
+            "query_cache_hits": current.query_cache.hits,
+            "query_cache_misses": current.query_cache.misses,
+        }
+
+    def scope_of(self, tenant: TenantSpec | None, router: Router) -> IdArray | None:
+        """The tool ids ``tenant`` may see in ``router``'s catalog (None: every tool)."""
+        if self.tenants is None or tenant is None:
+            return None
+        return self.tenants.scope(tenant, router)
+
+    def folder_version(self) -> FolderVersion:
+        """Identifies the index folder's current build (the watcher compares it)."""
+        path = self.settings.index_path
+        manifest = path / "manifest.json"
+        return os.path.realpath(path), manifest.stat().st_mtime if manifest.exists() else 0.0
