@@ -1,7 +1,14 @@
-"""Shared fixtures: a tiny catalog, a deterministic embedder for fast tests, and the real model."""
+"""Shared fixtures: a tiny catalog, a deterministic embedder for fast tests, and the real model.
+
+Markers: ``model`` tests load the real sentence-transformers model; ``slow`` tests start servers
+or processes, drive a browser or read the shared datasets. ``make test-fast`` runs the rest.
+Every test runs with no ``TOOLSIFT_*`` variable from the shell and its own cache folder, so a
+developer's environment never changes a result.
+"""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
@@ -11,11 +18,13 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 
 from toolsift import Catalog, Router
 from toolsift.catalog import parse_catalog
 from toolsift.embeddings import Embedder, HashingEmbedder, get_embedder
-from toolsift.settings import BUNDLED_CATALOG
+from toolsift.service import create_app
+from toolsift.settings import BUNDLED_CATALOG, Settings
 
 TINY_TOOLS: list[dict[str, Any]] = [
     {
@@ -41,6 +50,32 @@ TINY_TOOLS: list[dict[str, Any]] = [
     },
     {"name": "convert_currency", "description": "Convert an amount between currencies.", "tags": ["finance"]},
 ]
+
+
+REAL_MODEL_FIXTURES = {"real_embedder", "bundled_index", "bundled_router", "bundled_client"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses the real model through a fixture is a ``model`` test, marked or not."""
+    for item in items:
+        if REAL_MODEL_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("model") is None:
+            item.add_marker(pytest.mark.model)
+
+
+@pytest.fixture(scope="session")
+def isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("xdg-cache")
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(monkeypatch: pytest.MonkeyPatch, isolated_cache: Path) -> None:
+    """No TOOLSIFT_* setting from the shell reaches a test (nor the processes it starts, which
+    inherit this environment); caches go to a folder of this test session; models load offline."""
+    for name in list(os.environ):
+        if name.startswith("TOOLSIFT_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(isolated_cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
 @pytest.fixture
@@ -76,6 +111,12 @@ def bundled_index(tmp_path_factory: pytest.TempPathFactory, real_embedder: Embed
 @pytest.fixture(scope="session")
 def bundled_router(bundled_index: Path, real_embedder: Embedder) -> Router:
     return Router.load(bundled_index, real_embedder)
+
+
+@pytest.fixture
+def bundled_client(bundled_router: Router) -> Iterator[TestClient]:
+    with TestClient(create_app(bundled_router, settings=Settings(session_cap=12))) as client:
+        yield client
 
 
 @pytest.fixture

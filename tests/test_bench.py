@@ -138,6 +138,7 @@ def _readme_bm25(folder: Path) -> dict[str, float]:
     return {key: float(value) for key, value in re.findall(r"(R@\d+|MRR@100|NDCG@10) ([0-9.]+)", line)}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not DATASETS.is_dir(), reason="../shared/datasets is not beside the repository")
 @pytest.mark.parametrize("folder", find_datasets(DATASETS) if DATASETS.is_dir() else [], ids=lambda p: p.name)
 def test_bm25_baseline_reproduces_the_dataset_readme(folder: Path) -> None:

@@ -10,7 +10,7 @@ from toolsift.cli import main
 
 from conftest import TINY_TOOLS
 
-COMMANDS = ["build", "route", "serve", "validate"]
+COMMANDS = sorted(main.commands)
 
 
 @pytest.fixture
@@ -80,6 +80,7 @@ def test_build_and_route_the_bundled_catalog_with_the_real_model(tmp_path: Path)
     assert json.loads(routed.output)["matches"][0]["name"] == "get_exchange_rate"
 
 
+@pytest.mark.slow
 def test_serve_runs_a_real_http_server(tmp_path: Path, tiny_file: Path, env: dict[str, str]) -> None:
     import os
     import socket

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from toolsift import Catalog
+from toolsift.catalog import parse_catalog
 from toolsift.embeddings import HashingEmbedder, compose_tool_text
 from toolsift.errors import IndexMismatch, IndexNotFound
 from toolsift.index import ExactIndex, FaissIndex, ToolIndex
@@ -105,17 +106,10 @@ def test_save_over_an_old_style_real_folder(tmp_path: Path, tiny_catalog: Catalo
 
 _SAVE_FOREVER = """
 import sys
-from toolsift.catalog import parse_catalog
-from toolsift.embeddings import HashingEmbedder
 from toolsift.index import ToolIndex
-embedder = HashingEmbedder(256)
-catalogs = [
-    parse_catalog([{"name": f"tool_{v}_{i}", "description": f"does thing {i} of version {v} " * 20} for i in range(3000)])
-    for v in (0, 1)
-]
-indexes = [ToolIndex.build(catalog, embedder)[0] for catalog in catalogs]
-for catalog in catalogs:
-    print(catalog.fingerprint, flush=True)
+indexes = [ToolIndex.load(folder) for folder in sys.argv[2:4]]
+for index in indexes:
+    print(index.catalog.fingerprint, flush=True)
 turn = 0
 while True:
     indexes[turn % 2].save(sys.argv[1])
@@ -124,6 +118,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_killing_a_save_at_any_moment_leaves_a_loadable_index(tmp_path: Path) -> None:
     import random
     import signal
@@ -131,11 +126,19 @@ def test_killing_a_save_at_any_moment_leaves_a_loadable_index(tmp_path: Path) ->
     import sys
     import time
 
+    # two versions of a 3,000-tool index, built once here; the child only loads and saves them
+    embedder = HashingEmbedder(256)
+    sources = []
+    for version in (0, 1):
+        catalog = parse_catalog(
+            [{"name": f"tool_{version}_{i}", "description": f"does thing {i} of version {version} " * 20} for i in range(3000)]
+        )
+        sources.append(str(ToolIndex.build(catalog, embedder)[0].save(tmp_path / f"source{version}")))
     target = tmp_path / "idx"
     rng = random.Random(7)
     for attempt in range(5):
         process = subprocess.Popen(
-            [sys.executable, "-c", _SAVE_FOREVER, str(target)], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", _SAVE_FOREVER, str(target), *sources], stdout=subprocess.PIPE, text=True
         )
         assert process.stdout is not None
         fingerprints = {process.stdout.readline().strip(), process.stdout.readline().strip()}

@@ -135,16 +135,6 @@ def test_every_step_of_a_three_step_request_gets_its_tool(bundled_router: Router
     assert bundled_router.route(single, k=5).matches == whole.route(single, k=5).matches
 
 
-def test_settings_turn_splitting_off_and_reject_a_bad_value() -> None:
-    from toolsift.errors import ToolsiftError
-    from toolsift.settings import Settings
-
-    assert Settings.from_env({}).ranking().split_intents is True
-    assert Settings.from_env({}).ranking() == RankingConfig()  # the service's defaults are the library's
-    ranking = Settings.from_env({"TOOLSIFT_SPLIT_INTENTS": "off", "TOOLSIFT_INTENT_MIN_SCORE": "3.5"}).ranking()
-    assert (ranking.split_intents, ranking.intent_min_score) == (False, 3.5)
-    with pytest.raises(ToolsiftError, match="TOOLSIFT_SPLIT_INTENTS='maybe'.*true or false"):
-        Settings.from_env({"TOOLSIFT_SPLIT_INTENTS": "maybe"})
 
 
 @pytest.mark.model

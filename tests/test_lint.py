@@ -131,6 +131,7 @@ KOREAN = [
 ]
 
 
+@pytest.mark.model
 def test_an_english_only_model_on_a_korean_catalog_is_flagged(real_embedder: Embedder) -> None:
     from toolsift.embeddings import HashingEmbedder
     from toolsift.router import RankingConfig
@@ -149,6 +150,7 @@ def test_an_english_only_model_on_a_korean_catalog_is_flagged(real_embedder: Emb
         assert "english-model-on-non-latin-catalog" not in {f.code for f in report.findings}
 
 
+@pytest.mark.model
 def test_lint_command_flags_the_model_and_reads_the_weight_from_the_environment(tmp_path: Path) -> None:
     catalog = tmp_path / "ko.json"
     catalog.write_text(json.dumps(KOREAN, ensure_ascii=False))

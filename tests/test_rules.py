@@ -2,9 +2,12 @@ from __future__ import annotations
 
 import pytest
 
-from toolsift import Catalog, TagRules
-from toolsift.errors import UnknownTag
+from toolsift import Catalog, Router, TagRules
+from toolsift.catalog import parse_catalog
+from toolsift.errors import InvalidQuery, UnknownTag
 from toolsift.router import TagIndex
+
+from conftest import TINY_TOOLS
 
 
 def allowed_names(catalog: Catalog, rules: TagRules) -> set[str] | None:
@@ -40,3 +43,20 @@ def test_unknown_tag_suggests_the_close_one(tiny_catalog: Catalog) -> None:
 def test_parse_accepts_strings_and_drops_blanks() -> None:
     assert TagRules.parse(any_of=" a, b,,a ") == TagRules(any_of=("a", "b"))
     assert TagRules.parse().empty
+
+
+def test_access_policy_uses_annotations(tiny_catalog: Catalog, hashing_embedder) -> None:  # type: ignore[no-untyped-def]
+    records = [dict(t) for t in TINY_TOOLS]
+    for record in records:
+        if record["name"] in ("search_emails", "get_weather"):
+            record["annotations"] = {"readOnlyHint": True}
+        if record["name"] == "create_event":
+            record["annotations"] = {"destructiveHint": False}
+    router = Router.build(parse_catalog(records, source="annotated"), hashing_embedder)
+    read_only = router.route("anything", 8, TagRules(access="read_only"))
+    assert sorted(read_only.names) == ["get_weather", "search_emails"]
+    safe = router.route("anything", 8, TagRules(access="non_destructive"))
+    assert sorted(safe.names) == ["create_event", "get_weather", "search_emails"]
+    assert read_only.eligible == 2 and safe.eligible == 3
+    with pytest.raises(InvalidQuery, match="access"):
+        TagRules(access="readonly")  # type: ignore[arg-type]

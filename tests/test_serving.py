@@ -126,55 +126,5 @@ def test_json_log_lines_carry_extra_fields() -> None:
     assert entry["level"] == "info" and entry["logger"] == "toolsift.access" and entry["ts"].endswith("+00:00")
 
 
-def test_admin_catalog_changes_are_persisted_and_guarded(tmp_path: Path, tiny_router: Router) -> None:
-    folder = tiny_router.save(tmp_path / "index")
-    admin = {"Authorization": "Bearer admin-token-0123456789"}
-    settings = Settings(index_path=folder, admin_token="admin-token-0123456789", reload_interval=0)
-    new_tool = {"name": "translate_text", "description": "Translate text into another language.", "tags": ["text"]}
-    with TestClient(create_app(settings=settings)) as client:
-        assert client.post("/admin/tools", json={"tools": [new_tool]}).status_code == 401
-        added = client.post("/admin/tools", json={"tools": [new_tool]}, headers=admin)
-        assert added.status_code == 200, added.text
-        assert added.json()["added"] == ["translate_text"] and added.json()["embedded"] == 1
-        assert added.json()["reused"] == 8  # the other tools kept their vectors
-        assert "translate_text" in {t["name"] for t in client.get("/tools").json()["tools"]}
-        edited = client.post(
-            "/admin/tools", headers=admin,
-            json={"tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather now."}}]},
-        ).json()
-        assert edited["changed"] == ["get_weather"] and edited["embedded"] == 1
-        removed = client.delete("/admin/tools/send_email", headers=admin).json()
-        assert removed["removed"] == ["send_email"] and removed["tools"] == 8
-        bad = client.post("/admin/tools", json={"tools": [{"name": "x", "parameters": {"type": "string"}}]}, headers=admin)
-        assert bad.status_code == 400 and "POST /admin/tools" in bad.json()["error"]["message"]
-        missing = client.delete("/admin/tools/nope", headers=admin)
-        assert missing.status_code == 400 and "no tool named 'nope'" in missing.json()["error"]["message"]
-        assert client.get("/healthz").json()["tools"] == 8  # the failed edits changed nothing
-    saved = Router.load(folder).catalog  # persisted in the folder, for the other workers and restarts
-    assert "translate_text" in saved and "send_email" not in saved
-    assert saved.get("get_weather").description == "Weather now."  # type: ignore[union-attr]
 
 
-@pytest.mark.model
-def test_a_rebuild_with_another_model_is_followed_on_reload(tmp_path: Path, real_embedder: Embedder) -> None:
-    """`auto` can switch models when a catalog changes script; the serving process loads the new
-    folder's model instead of refusing the folder as mismatched."""
-    from toolsift.catalog import parse_catalog
-    from toolsift.embeddings import embedder_for
-
-    english = parse_catalog([{"name": "get_weather", "description": "Current weather for a city."},
-                             {"name": "send_email", "description": "Send an email to a contact."}], source="en")
-    korean = parse_catalog([{"name": "get_weather", "description": "도시의 현재 날씨와 기온을 알려줍니다."},
-                            {"name": "send_message", "description": "친구에게 문자 메시지를 보냅니다."}], source="ko")
-    folder = Router.build(english, real_embedder).save(tmp_path / "index")
-    admin = {"Authorization": "Bearer admin-token-0123456789"}
-    settings = Settings(index_path=folder, admin_token="admin-token-0123456789", reload_interval=0)
-    with TestClient(create_app(settings=settings)) as client:
-        assert client.get("/healthz").json()["model"] == "all-MiniLM-L6-v2"
-        Router.build(korean, embedder_for("auto", korean)).save(folder)
-        reloaded = client.post("/admin/reload", headers=admin)
-        assert reloaded.status_code == 200, reloaded.text
-        assert reloaded.json()["changed"] and reloaded.json()["catalog_fingerprint"] == korean.fingerprint
-        assert client.get("/healthz").json()["model"] == "multilingual-e5-small"
-        top = client.post("/route", json={"query": "엄마한테 문자 보내줘", "k": 1}).json()
-        assert top["matches"][0]["name"] == "send_message"

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from fastapi.testclient import TestClient
 
-from toolsift import Catalog, Router, TagRules
+from toolsift import Catalog
 from toolsift.catalog import parse_catalog
-from toolsift.errors import InvalidQuery, UnknownTool
-from toolsift.router import SessionStore, deliver
-from toolsift.service import create_app
-from toolsift.service.schemas import route_body
-from toolsift.settings import Settings
+from toolsift.errors import InvalidQuery
+from toolsift.router import SessionStore
 
 from conftest import TINY_TOOLS
 
@@ -103,56 +95,17 @@ def test_session_follows_catalog_changes(tiny_catalog: Catalog) -> None:
 # -- Router: pinned tools and the access policy -----------------------------------------------
 
 
-def test_pinned_tools_come_first_and_do_not_take_places(tiny_router: Router) -> None:
-    result = tiny_router.route("weather forecast", 2, pinned=["send_email"])
-    assert [t.name for t in result.pinned] == ["send_email"]
-    assert len(result.matches) == 2 and "send_email" not in result.names
-    assert result.tools[0].name == "send_email"
-    assert [t.name for t in result.tools[1:]] == sorted(result.names)
-    # pinned tools are delivered even when the tag rules would exclude them
-    ruled = tiny_router.route("weather", 1, TagRules.parse(any_of=["weather"]), pinned=["delete_file"])
-    assert [t.name for t in ruled.tools][0] == "delete_file"
 
 
-def test_unknown_pinned_tool_is_a_clear_error(tiny_router: Router) -> None:
-    with pytest.raises(UnknownTool, match="Did you mean 'send_email'"):
-        tiny_router.route("x", pinned=["send_emails"])
 
 
-def test_access_policy_uses_annotations(tiny_catalog: Catalog, hashing_embedder) -> None:  # type: ignore[no-untyped-def]
-    records = [dict(t) for t in TINY_TOOLS]
-    for record in records:
-        if record["name"] in ("search_emails", "get_weather"):
-            record["annotations"] = {"readOnlyHint": True}
-        if record["name"] == "create_event":
-            record["annotations"] = {"destructiveHint": False}
-    router = Router.build(parse_catalog(records, source="annotated"), hashing_embedder)
-    read_only = router.route("anything", 8, TagRules(access="read_only"))
-    assert sorted(read_only.names) == ["get_weather", "search_emails"]
-    safe = router.route("anything", 8, TagRules(access="non_destructive"))
-    assert sorted(safe.names) == ["create_event", "get_weather", "search_emails"]
-    assert read_only.eligible == 2 and safe.eligible == 3
-    with pytest.raises(InvalidQuery, match="access"):
-        TagRules(access="readonly")  # type: ignore[arg-type]
 
 
-def test_allowed_tools_needs_openai_and_a_small_superset(tiny_router: Router) -> None:
-    result = tiny_router.route("weather", 2)
-    with pytest.raises(InvalidQuery, match="format=openai"):
-        deliver(tiny_router, result, delivery="allowed_tools")
-    body = route_body(deliver(tiny_router, result, output_format="openai", delivery="allowed_tools"))
-    assert [t["function"]["name"] for t in body["tools"]] == sorted(tiny_router.catalog.names)
-    masked = [t["function"]["name"] for t in body["tool_choice"]["allowed_tools"]["tools"]]
-    assert masked == sorted(result.names) and body["tool_choice"]["type"] == "allowed_tools"
 
 
 # -- over HTTP, with the real model -----------------------------------------------------------
 
 
-@pytest.fixture
-def bundled_client(bundled_router: Router) -> Iterator[TestClient]:
-    with TestClient(create_app(bundled_router, settings=Settings(session_cap=12))) as client:
-        yield client
 
 
 CONVERSATION = [
@@ -209,67 +162,7 @@ def test_session_cap_reset_over_http(bundled_client: TestClient) -> None:
     assert any(resets), "seven turns of four new tools must hit a cap of twelve"
 
 
-@pytest.mark.model
-def test_pinned_access_and_allowed_tools_over_http(bundled_client: TestClient) -> None:
-    body = bundled_client.post(
-        "/route",
-        json={"query": "delete the old files", "k": 3, "access": "read_only", "pinned": ["send_email"]},
-    ).json()
-    catalog = bundled_client.get("/tools", params={"limit": 1000}).json()["tools"]
-    read_only = {t["name"] for t in catalog if t.get("annotations", {}).get("read_only")}
-    assert body["tools"][0]["name"] == "send_email" and body["pinned"] == ["send_email"]
-    assert {m["name"] for m in body["matches"]} <= read_only and body["eligible"] == len(read_only)
-
-    masked = bundled_client.post(
-        "/route",
-        json={"query": "what's the weather", "k": 2, "format": "openai", "delivery": "allowed_tools",
-              "tags": ["weather"]},
-    ).json()
-    superset = [t["function"]["name"] for t in masked["tools"]]
-    allowed = [t["function"]["name"] for t in masked["tool_choice"]["allowed_tools"]["tools"]]
-    assert superset == sorted(superset) and set(allowed) <= set(superset) and len(allowed) == 2
-    again = bundled_client.post(
-        "/route",
-        json={"query": "will it rain on Sunday", "k": 2, "format": "openai", "delivery": "allowed_tools",
-              "tags": ["weather"]},
-    ).json()
-    assert again["tools"] == masked["tools"] and again["fingerprint"] == masked["fingerprint"]
-
-    too_big = bundled_client.post(
-        "/route", json={"query": "x", "format": "openai", "delivery": "allowed_tools"}
-    )
-    assert too_big.status_code == 400 and "session_id" in too_big.json()["error"]["message"]
-    wrong = bundled_client.post("/route", json={"query": "x", "delivery": "allowed_tools"})
-    assert wrong.status_code == 400 and "format=openai" in wrong.json()["error"]["message"]
-    unknown = bundled_client.post("/route", json={"query": "x", "pinned": ["send_emial"]})
-    assert unknown.status_code == 400 and "send_email" in unknown.json()["error"]["message"]
-    bad_id = bundled_client.post("/route", json={"query": "x", "session_id": "has spaces"})
-    assert bad_id.status_code == 422
 
 
-_PRINT_ROUTE_BYTES = """
-import sys
-from fastapi.testclient import TestClient
-from toolsift.service import create_app
-from toolsift.settings import Settings
-app = create_app(settings=Settings(index_path=sys.argv[1]))
-with TestClient(app) as client:
-    for fmt in ("openai", "anthropic", "mcp"):
-        body = {"query": "what's the weather in Lisbon tomorrow", "k": 4, "format": fmt, "pinned": ["send_email"]}
-        sys.stdout.buffer.write(client.post("/route", json=body).content + b"\\n")
-"""
 
 
-@pytest.mark.model
-def test_route_bytes_are_identical_across_processes(bundled_index: Path) -> None:
-    outputs = []
-    for seed in ("1", "2"):
-        completed = subprocess.run(
-            [sys.executable, "-c", _PRINT_ROUTE_BYTES, str(bundled_index)],
-            capture_output=True, check=True, timeout=300,
-            env={"PYTHONHASHSEED": seed, "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
-        )
-        outputs.append(completed.stdout)
-    assert outputs[0] == outputs[1]
-    lines = outputs[0].splitlines()
-    assert len(lines) == 3 and all(b'"send_email"' in line for line in lines)

@@ -141,12 +141,15 @@ class Router:
         router.last_build = replace(stats, seconds=time.perf_counter() - started)
         return router
 
-    def rebuilt(self, catalog: Catalog, *, cache: EmbeddingCache | None = None) -> Router:
-        """A new router over ``catalog`` with the same embedder, ranking and index kind; tools whose
-        text is unchanged keep their vectors, so only new or edited tools are embedded. This
-        router is left as it is (keep serving it until the new one is ready)."""
+    def rebuilt(
+        self, catalog: Catalog, *, cache: EmbeddingCache | None = None, kind: IndexKind | None = None
+    ) -> Router:
+        """A new router over ``catalog`` with the same embedder, ranking and index kind (or
+        ``kind``); tools whose text is unchanged keep their vectors, so only new or edited tools
+        are embedded. This router is left as it is (keep serving it until the new one is ready)."""
         started = time.perf_counter()
-        kind = self.index.manifest.kind if self.index.manifest.kind in ("flat", "hnsw") else "auto"
+        if kind is None:
+            kind = self.index.manifest.kind if self.index.manifest.kind in ("flat", "hnsw") else "auto"  # type: ignore[assignment]
         index, stats = ToolIndex.build(
             catalog, self.embedder, kind=kind, cache=cache, previous=self.index  # type: ignore[arg-type]
         )
