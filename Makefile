@@ -1,5 +1,6 @@
-# make serve: set everything up (virtualenv, install, index of the bundled catalog) and serve.
-# make test:  set up and run the test suite.
+# make serve:     set everything up (virtualenv, install, index of the bundled catalog) and serve.
+# make test:      set up and run the whole test suite (lint, the fast tier, then the real-model and slow tests).
+# make test-fast: lint and the tests that need neither the real model nor processes (under a minute).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -8,7 +9,7 @@ INDEX ?= var/index
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install index serve test lint bench clean browser
+.PHONY: install index serve test test-fast lint format bench clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,8 +28,11 @@ index: $(INDEX)/manifest.json
 serve: index
 	$(BIN)/toolsift serve --index $(INDEX) --host $(HOST) --port $(PORT)
 
-test: install lint browser
-	$(BIN)/python -m pytest
+test-fast: install lint
+	$(BIN)/python -m pytest -m "not model and not slow"
+
+test: test-fast browser
+	$(BIN)/python -m pytest -m "model or slow"
 
 # The web page is tested in headless Chromium (Debian's package, driven by playwright).
 browser:
@@ -38,7 +42,12 @@ browser:
 
 lint: install
 	$(BIN)/ruff check toolsift tests benchmarks
+	$(BIN)/ruff format --check toolsift tests benchmarks
 	$(BIN)/mypy toolsift tests
+
+format: install
+	$(BIN)/ruff format toolsift tests benchmarks
+	$(BIN)/ruff check --fix toolsift tests benchmarks
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

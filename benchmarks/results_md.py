@@ -23,23 +23,34 @@ def dataset_results(accuracy: dict[str, Any]) -> list[DatasetResult]:
     results = []
     for meta in accuracy["datasets"]:
         rows = [row for row in accuracy["results"] if row["dataset"] == meta["dataset"]]
-        results.append(DatasetResult(
-            meta["dataset"], meta["tools"], meta["queries"], meta.get("model", ""), rows, meta["timings"], meta["tokens"],
-            no_tool_queries=meta.get("no_tool_queries", 0), refused=meta.get("refused", {}),
-            comparisons=meta.get("comparisons", []),
-        ))
+        results.append(
+            DatasetResult(
+                meta["dataset"],
+                meta["tools"],
+                meta["queries"],
+                meta.get("model", ""),
+                rows,
+                meta["timings"],
+                meta["tokens"],
+                no_tool_queries=meta.get("no_tool_queries", 0),
+                refused=meta.get("refused", {}),
+                comparisons=meta.get("comparisons", []),
+            )
+        )
     return results
 
 
 def other_model_section(path: str) -> str:
     accuracy = json.loads(Path(path).read_text())
-    return "\n".join([
-        f"## Selection accuracy with `{accuracy['model']}` (not the default)",
-        "",
-        f"Command: `{accuracy['command']}`",
-        "",
-        accuracy_tables(dataset_results(accuracy), accuracy["ks"]),
-    ])
+    return "\n".join(
+        [
+            f"## Selection accuracy with `{accuracy['model']}` (not the default)",
+            "",
+            f"Command: `{accuracy['command']}`",
+            "",
+            accuracy_tables(dataset_results(accuracy), accuracy["ks"]),
+        ]
+    )
 
 
 TARGETS = {"metatool": 0.60, "apibench": 0.35, "sealtools": 0.85, "functionchat_ko": 0.90}
@@ -86,79 +97,85 @@ def targets_section(results: list[DatasetResult]) -> str:
 def sessions_section(document: dict[str, Any]) -> str:
     first = document["results"][0]
     model = first["cost_model"]
-    return "\n".join([
-        f"## Prompt-cache stability over sessions ({first['turns']} turns, cap {first['cap']})",
-        "",
-        f"Command: `{document['command']}`",
-        "",
-        f"{first['sessions']} seeded sessions per dataset; each turn after the first continues an earlier turn's "
-        f"task (a query needing one of its tools) with probability {first['follow_up']}, else is a random query. "
-        f"Every turn routes Top-{first['k']} once; methods differ in the tools array they send. "
-        "**prefix kept**: the previous array is an exact prefix of this one; **identical**: same array, so the "
-        "whole previous prompt (tools, system, messages) is a cache hit; **recall in sent**: gold tools within "
-        "the array; **tool tokens cached**: share of the array's tokens matching the previous array from the "
-        "start; **billed/turn**: modelled input cost in full-price tokens with a "
-        f"{model['system_tokens']}-token system prompt, {model['turn_tokens']} message tokens per earlier turn "
-        f"and cache reads at {model['cached_price']} of the price (providers cache tools → system → messages, so "
-        "a changed tools array re-bills everything after its common prefix). Turn 1 is left out of all but recall.",
-        "",
-        sessions_table(document["results"]),
-    ])
+    return "\n".join(
+        [
+            f"## Prompt-cache stability over sessions ({first['turns']} turns, cap {first['cap']})",
+            "",
+            f"Command: `{document['command']}`",
+            "",
+            f"{first['sessions']} seeded sessions per dataset; each turn after the first continues an earlier turn's "
+            f"task (a query needing one of its tools) with probability {first['follow_up']}, else is a random query. "
+            f"Every turn routes Top-{first['k']} once; methods differ in the tools array they send. "
+            "**prefix kept**: the previous array is an exact prefix of this one; **identical**: same array, so the "
+            "whole previous prompt (tools, system, messages) is a cache hit; **recall in sent**: gold tools within "
+            "the array; **tool tokens cached**: share of the array's tokens matching the previous array from the "
+            "start; **billed/turn**: modelled input cost in full-price tokens with a "
+            f"{model['system_tokens']}-token system prompt, {model['turn_tokens']} message tokens per earlier turn "
+            f"and cache reads at {model['cached_price']} of the price (providers cache tools → system → messages, so "
+            "a changed tools array re-bills everything after its common prefix). Turn 1 is left out of all but recall.",
+            "",
+            sessions_table(document["results"]),
+        ]
+    )
 
 
 def main(accuracy_path: str, performance_path: str, *others: str) -> str:
     accuracy = json.loads(Path(accuracy_path).read_text())
     performance = json.loads(Path(performance_path).read_text())
     results = dataset_results(accuracy)
-    return "\n".join([
-        "# Benchmark results",
-        "",
-        f"toolsift {accuracy['toolsift_version']}, model `{accuracy['model']}` (auto: all-MiniLM-L6-v2, or "
-        "multilingual-e5-small for catalogs described mostly in a non-Latin script; "
-        f"each dataset's heading names the one used), {accuracy['created_at']}. "
-        "Regenerate everything with `make bench` (2 CPU cores, no GPU).",
-        "",
-        "## Selection accuracy",
-        "",
-        f"Command: `{accuracy['command']}`",
-        "",
-        "Methods, all run in one process on the same data: **toolsift** (the router with default "
-        "settings), **toolsift-whole** (the same without splitting multi-part queries), **dense** "
-        "(cosine between the query and `name + description`, same model), "
-        "**bm25** (bm25s Lucene k1=1.5 b=0.75 over `name + description`, the datasets' README "
-        "baseline), **bm25-cjk** (bm25 plus Hangul/CJK character bigrams; only where queries are "
-        "CJK), **random**. R = Recall, C@5 = all relevant tools in the top 5. ms/query is ranking "
-        "time; query embedding is shown apart.",
-        "",
-        accuracy_tables(results, accuracy["ks"]),
-        targets_section(results),
-        "## Performance",
-        "",
-        f"Command: `{performance['command']}`",
-        "",
-        "Synthetic catalogs; each size in its own process. build/encode = build throughput over "
-        "the bare model's encode throughput on the same texts; route/embed = route latency over "
-        "the bare query embedding, measured interleaved. HTTP = `POST /route` through uvicorn on "
-        "loopback.",
-        "",
-        performance_tables(performance),
-        *(_other_section(path) for path in others),
-    ])
+    return "\n".join(
+        [
+            "# Benchmark results",
+            "",
+            f"toolsift {accuracy['toolsift_version']}, model `{accuracy['model']}` (auto: all-MiniLM-L6-v2, or "
+            "multilingual-e5-small for catalogs described mostly in a non-Latin script; "
+            f"each dataset's heading names the one used), {accuracy['created_at']}. "
+            "Regenerate everything with `make bench` (2 CPU cores, no GPU).",
+            "",
+            "## Selection accuracy",
+            "",
+            f"Command: `{accuracy['command']}`",
+            "",
+            "Methods, all run in one process on the same data: **toolsift** (the router with default "
+            "settings), **toolsift-whole** (the same without splitting multi-part queries), **dense** "
+            "(cosine between the query and `name + description`, same model), "
+            "**bm25** (bm25s Lucene k1=1.5 b=0.75 over `name + description`, the datasets' README "
+            "baseline), **bm25-cjk** (bm25 plus Hangul/CJK character bigrams; only where queries are "
+            "CJK), **random**. R = Recall, C@5 = all relevant tools in the top 5. ms/query is ranking "
+            "time; query embedding is shown apart.",
+            "",
+            accuracy_tables(results, accuracy["ks"]),
+            targets_section(results),
+            "## Performance",
+            "",
+            f"Command: `{performance['command']}`",
+            "",
+            "Synthetic catalogs; each size in its own process. build/encode = build throughput over "
+            "the bare model's encode throughput on the same texts; route/embed = route latency over "
+            "the bare query embedding, measured interleaved. HTTP = `POST /route` through uvicorn on "
+            "loopback.",
+            "",
+            performance_tables(performance),
+            *(_other_section(path) for path in others),
+        ]
+    )
 
 
 def abstention_section(document: dict[str, Any]) -> str:
-    return "\n".join([
-        "## Abstention: min_score when no tool fits",
-        "",
-        f"Command: `{document['command']}`",
-        "",
-        "Each sampled query is routed twice: against the whole catalog (answerable) and with its relevant "
-        "tools taken out of reach (no tool fits, by construction; their near-duplicates stay, so this is a "
-        f"hard case). For each `min_score` (in standard deviations), the hit rate at {document['results'][0]['k']} "
-        "kept on answerable queries, and the share of no-tool queries that return nothing.",
-        "",
-        abstention_table(document["results"]),
-    ])
+    return "\n".join(
+        [
+            "## Abstention: min_score when no tool fits",
+            "",
+            f"Command: `{document['command']}`",
+            "",
+            "Each sampled query is routed twice: against the whole catalog (answerable) and with its relevant "
+            "tools taken out of reach (no tool fits, by construction; their near-duplicates stay, so this is a "
+            f"hard case). For each `min_score` (in standard deviations), the hit rate at {document['results'][0]['k']} "
+            "kept on answerable queries, and the share of no-tool queries that return nothing.",
+            "",
+            abstention_table(document["results"]),
+        ]
+    )
 
 
 def _other_section(path: str) -> str:

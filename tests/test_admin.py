@@ -26,13 +26,16 @@ def test_admin_catalog_changes_are_persisted_and_guarded(tmp_path: Path, tiny_ro
         assert added.json()["reused"] == 8  # the other tools kept their vectors
         assert "translate_text" in {t["name"] for t in client.get("/tools").json()["tools"]}
         edited = client.post(
-            "/admin/tools", headers=admin,
+            "/admin/tools",
+            headers=admin,
             json={"tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather now."}}]},
         ).json()
         assert edited["changed"] == ["get_weather"] and edited["embedded"] == 1
         removed = client.delete("/admin/tools/send_email", headers=admin).json()
         assert removed["removed"] == ["send_email"] and removed["tools"] == 8
-        bad = client.post("/admin/tools", json={"tools": [{"name": "x", "parameters": {"type": "string"}}]}, headers=admin)
+        bad = client.post(
+            "/admin/tools", json={"tools": [{"name": "x", "parameters": {"type": "string"}}]}, headers=admin
+        )
         assert bad.status_code == 400 and "POST /admin/tools" in bad.json()["error"]["message"]
         missing = client.delete("/admin/tools/nope", headers=admin)
         assert missing.status_code == 400 and "no tool named 'nope'" in missing.json()["error"]["message"]
@@ -49,10 +52,20 @@ def test_a_rebuild_with_another_model_is_followed_on_reload(tmp_path: Path, real
     from toolsift.catalog import parse_catalog
     from toolsift.embeddings import embedder_for
 
-    english = parse_catalog([{"name": "get_weather", "description": "Current weather for a city."},
-                             {"name": "send_email", "description": "Send an email to a contact."}], source="en")
-    korean = parse_catalog([{"name": "get_weather", "description": "도시의 현재 날씨와 기온을 알려줍니다."},
-                            {"name": "send_message", "description": "친구에게 문자 메시지를 보냅니다."}], source="ko")
+    english = parse_catalog(
+        [
+            {"name": "get_weather", "description": "Current weather for a city."},
+            {"name": "send_email", "description": "Send an email to a contact."},
+        ],
+        source="en",
+    )
+    korean = parse_catalog(
+        [
+            {"name": "get_weather", "description": "도시의 현재 날씨와 기온을 알려줍니다."},
+            {"name": "send_message", "description": "친구에게 문자 메시지를 보냅니다."},
+        ],
+        source="ko",
+    )
     folder = Router.build(english, real_embedder).save(tmp_path / "index")
     admin = {"Authorization": "Bearer admin-token-0123456789"}
     settings = Settings(index_path=folder, admin_token="admin-token-0123456789", reload_interval=0)
@@ -73,9 +86,7 @@ def test_admin_endpoints_are_off_without_a_token(tiny_router: Router) -> None:
         assert response.status_code == 403 and "TOOLSIFT_ADMIN_TOKEN" in response.json()["error"]["message"]
 
 
-def test_admin_reload_of_an_index_folder_keeps_the_old_one_on_failure(
-    tmp_path: Path, tiny_router: Router
-) -> None:
+def test_admin_reload_of_an_index_folder_keeps_the_old_one_on_failure(tmp_path: Path, tiny_router: Router) -> None:
     folder = tiny_router.save(tmp_path / "index")
     settings = Settings(index_path=folder, admin_token="t")
     admin = {"Authorization": "Bearer t"}

@@ -86,7 +86,12 @@ def write_dataset(folder: Path, queries: list[dict[str, object]]) -> Path:
 def tiny_dataset(tmp_path: Path) -> Path:
     queries: list[dict[str, object]] = [
         {"id": "q1", "query": "send an email to Bob", "relevant": ["send_email"], "lang": "en"},
-        {"id": "q2", "query": "weather forecast for the next days", "relevant": ["get_forecast", "get_weather"], "lang": "en"},
+        {
+            "id": "q2",
+            "query": "weather forecast for the next days",
+            "relevant": ["get_forecast", "get_weather"],
+            "lang": "en",
+        },
         {"id": "q3", "query": "convert currencies", "relevant": ["convert_currency"], "lang": "en"},
         {"id": "q4", "query": "달력 일정 만들기", "relevant": ["create_event"], "lang": "ko"},
     ]
@@ -104,7 +109,18 @@ def test_bench_command_writes_json_and_report(tmp_path: Path, tiny_dataset: Path
     report = tmp_path / "report"
     result = CliRunner().invoke(
         main,
-        ["bench", "--dataset", str(tiny_dataset), "--k", "1,3", "--json", str(out), "--report", str(report), "--no-cache"],
+        [
+            "bench",
+            "--dataset",
+            str(tiny_dataset),
+            "--k",
+            "1,3",
+            "--json",
+            str(out),
+            "--report",
+            str(report),
+            "--no-cache",
+        ],
         env={"TOOLSIFT_MODEL": "hashing-64"},
     )
     assert result.exit_code == 0, result.output
@@ -121,7 +137,11 @@ def test_bench_command_writes_json_and_report(tmp_path: Path, tiny_dataset: Path
     assert {c["k"] for c in comparisons} == {1, 3} and all(c["queries"] == 4 for c in comparisons)
     for entry in comparisons:  # the mean paired difference is the difference of the two means
         ours, theirs = (
-            next(r["value"] for r in rows if (r["method"], r["metric"], r["k"], r["lang"]) == (m, "recall", entry["k"], "all"))
+            next(
+                r["value"]
+                for r in rows
+                if (r["method"], r["metric"], r["k"], r["lang"]) == (m, "recall", entry["k"], "all")
+            )
             for m in ("toolsift", entry["baseline"])
         )
         assert entry["difference"] == pytest.approx(ours - theirs, abs=2e-4)
@@ -188,7 +208,9 @@ def test_sticky_sessions_keep_the_prefix_where_top_k_does_not(tiny_dataset: Path
 
     dataset = load_dataset(tiny_dataset / "tools.jsonl", tiny_dataset / "queries.jsonl")
     router = Router.build(dataset.catalog, HashingEmbedder(64))
-    figures = run_sessions(dataset, router, SessionPlan(sessions=30, turns=4, k=2, cap=64), SchemaTokens(dataset.catalog))
+    figures = run_sessions(
+        dataset, router, SessionPlan(sessions=30, turns=4, k=2, cap=64), SchemaTokens(dataset.catalog)
+    )
     sticky, canonical = figures["methods"]["sticky"], figures["methods"]["top-k canonical"]
     assert sticky["prefix_kept"] == 1.0  # 8 tools never reach the cap: the list only grows
     assert canonical["prefix_kept"] == canonical["identical"] < 1.0  # two-tool arrays: a prefix only when equal
@@ -202,8 +224,21 @@ def test_sticky_sessions_keep_the_prefix_where_top_k_does_not(tiny_dataset: Path
 def test_sessions_bench_command_with_the_real_model(tmp_path: Path, tiny_dataset: Path) -> None:
     out = tmp_path / "sessions.json"
     result = CliRunner().invoke(
-        main, ["sessions-bench", "--dataset", str(tiny_dataset), "--sessions", "10", "--turns", "3", "-k", "2",
-               "--json", str(out), "--no-cache"],
+        main,
+        [
+            "sessions-bench",
+            "--dataset",
+            str(tiny_dataset),
+            "--sessions",
+            "10",
+            "--turns",
+            "3",
+            "-k",
+            "2",
+            "--json",
+            str(out),
+            "--no-cache",
+        ],
     )
     assert result.exit_code == 0, result.output
     assert "| tiny | sticky | 100.0% |" in result.output
@@ -234,7 +269,10 @@ def test_abstention_bench_command(tmp_path: Path, tiny_dataset: Path) -> None:
     document = json.loads(out.read_text())
     rows = document["results"][0]["rows"]
     assert document["schema"] == "toolsift-abstention/1" and len(rows) >= 5
-    assert all(a["recall_kept"] >= b["recall_kept"] and a["abstained"] <= b["abstained"] for a, b in zip(rows, rows[1:], strict=False))
+    assert all(
+        a["recall_kept"] >= b["recall_kept"] and a["abstained"] <= b["abstained"]
+        for a, b in zip(rows, rows[1:], strict=False)
+    )
 
 
 def test_results_md_marks_each_accuracy_goal() -> None:
@@ -242,7 +280,9 @@ def test_results_md_marks_each_accuracy_goal() -> None:
 
     from toolsift.bench.accuracy import DatasetResult
 
-    spec = importlib.util.spec_from_file_location("results_md", Path(__file__).parents[1] / "benchmarks" / "results_md.py")
+    spec = importlib.util.spec_from_file_location(
+        "results_md", Path(__file__).parents[1] / "benchmarks" / "results_md.py"
+    )
     assert spec is not None and spec.loader is not None
     results_md = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(results_md)
@@ -257,7 +297,9 @@ def test_results_md_marks_each_accuracy_goal() -> None:
 
     # With intervals: the absolute goal's from toolsift's own row, the margins' from the paired comparison.
     rows = [{**row("toolsift", 0.70), "ci95": 0.04}, row("bm25", 0.50), row("dense", 0.68)]
-    paired = [{"method": "toolsift", "baseline": "dense", "metric": "recall", "k": 5, "difference": 0.02, "ci95": 0.011}]
+    paired = [
+        {"method": "toolsift", "baseline": "dense", "metric": "recall", "k": 5, "difference": 0.02, "ci95": 0.011}
+    ]
     table = results_md.targets_section([DatasetResult("metatool", 10, 5, "m", rows, comparisons=paired)])
     assert "| 0.600 ✓ (+0.100 ± 0.040) | 0.650 ✓ (+0.050) | 0.730 ✗ (-0.030 ± 0.011) |" in table
 
@@ -266,8 +308,10 @@ def test_intervals_line_leaves_out_random_and_reads_without_baselines() -> None:
     from toolsift.bench.accuracy import DatasetResult
     from toolsift.bench.report import _intervals_line
 
-    rows = [{"dataset": "d", "method": m, "lang": "all", "metric": "recall", "k": 5, "value": v, "ci95": 0.1, "queries": 2}
-            for m, v in (("toolsift", 0.5), ("random", 0.0))]
+    rows = [
+        {"dataset": "d", "method": m, "lang": "all", "metric": "recall", "k": 5, "value": v, "ci95": 0.1, "queries": 2}
+        for m, v in (("toolsift", 0.5), ("random", 0.0))
+    ]
     paired = [{"method": "toolsift", "baseline": "random", "metric": "recall", "k": 5, "difference": 0.5, "ci95": 0.2}]
     line = _intervals_line(DatasetResult("d", 1, 2, "m", rows, comparisons=paired), 5)
     assert line == "95% intervals over the 2 queries: toolsift R@5 0.500 ± 0.100."
@@ -278,12 +322,15 @@ def dataset_with_edge_cases(tmp_path: Path) -> Path:
     """A query labelled with no tool, and one over the router's length limit."""
     from toolsift.router import MAX_QUERY_CHARS
 
-    return write_dataset(tmp_path / "edges", [
-        {"id": "q1", "query": "send an email to Bob", "relevant": ["send_email"]},
-        {"id": "q2", "query": "convert currencies", "relevant": ["convert_currency"]},
-        {"id": "q3", "query": "tell me a joke about penguins", "relevant": []},
-        {"id": "q4", "query": "email Bob this: " + "word " * (MAX_QUERY_CHARS // 5), "relevant": ["send_email"]},
-    ])
+    return write_dataset(
+        tmp_path / "edges",
+        [
+            {"id": "q1", "query": "send an email to Bob", "relevant": ["send_email"]},
+            {"id": "q2", "query": "convert currencies", "relevant": ["convert_currency"]},
+            {"id": "q3", "query": "tell me a joke about penguins", "relevant": []},
+            {"id": "q4", "query": "email Bob this: " + "word " * (MAX_QUERY_CHARS // 5), "relevant": ["send_email"]},
+        ],
+    )
 
 
 @pytest.mark.model
@@ -298,7 +345,10 @@ def test_benches_take_no_tool_and_over_long_queries(tmp_path: Path, dataset_with
     rows = json.loads(out.read_text())["results"]
     recall = {r["method"]: r["value"] for r in rows if (r["metric"], r["k"], r["lang"]) == ("recall", 5, "all")}
     assert recall["toolsift"] <= 2 / 3 + 1e-4 and recall["dense"] == pytest.approx(1.0)
-    assert "1 queries labelled with no tool are left out" in result.output and "toolsift refused 1 queries" in result.output
+    assert (
+        "1 queries labelled with no tool are left out" in result.output
+        and "toolsift refused 1 queries" in result.output
+    )
 
     out = tmp_path / "abstain.json"
     result = runner.invoke(main, ["abstention-bench", "--dataset", str(dataset_with_edge_cases), "--json", str(out)])
@@ -310,7 +360,19 @@ def test_benches_take_no_tool_and_over_long_queries(tmp_path: Path, dataset_with
     assert native == sorted(native) and native[-1] == 1.0  # a higher min_score abstains more; 6 abstains here
 
     out = tmp_path / "sessions.json"
-    result = runner.invoke(main, ["sessions-bench", "--dataset", str(dataset_with_edge_cases), "--sessions", "5",
-                                  "--turns", "3", "--json", str(out)])
+    result = runner.invoke(
+        main,
+        [
+            "sessions-bench",
+            "--dataset",
+            str(dataset_with_edge_cases),
+            "--sessions",
+            "5",
+            "--turns",
+            "3",
+            "--json",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text())["results"][0]["queries_used"] == 2

@@ -47,14 +47,28 @@ def test_native_json_yaml_and_jsonl_give_the_same_catalog(tmp_path: Path) -> Non
 
 
 def test_openai_chat_and_responses_forms() -> None:
-    chat = parse_tool({"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": WEATHER_SCHEMA}})
-    responses = parse_tool({"type": "function", "name": "get_weather", "description": "Weather", "parameters": WEATHER_SCHEMA})
+    chat = parse_tool(
+        {
+            "type": "function",
+            "function": {"name": "get_weather", "description": "Weather", "parameters": WEATHER_SCHEMA},
+        }
+    )
+    responses = parse_tool(
+        {"type": "function", "name": "get_weather", "description": "Weather", "parameters": WEATHER_SCHEMA}
+    )
     assert chat == responses
     assert chat.parameter_names() == ["city"]
 
 
 def test_anthropic_form() -> None:
-    tool = parse_tool({"name": "get_weather", "description": "Weather", "input_schema": WEATHER_SCHEMA, "cache_control": {"type": "ephemeral"}})
+    tool = parse_tool(
+        {
+            "name": "get_weather",
+            "description": "Weather",
+            "input_schema": WEATHER_SCHEMA,
+            "cache_control": {"type": "ephemeral"},
+        }
+    )
     assert tool.name == "get_weather" and tool.parameters == WEATHER_SCHEMA
 
 
@@ -93,7 +107,10 @@ def test_mixed_dialects_in_one_file() -> None:
 
 
 def test_duplicate_names_name_both_entries(tmp_path: Path) -> None:
-    path = write(tmp_path / "dup.jsonl", '{"name": "x", "description": "one"}\n{"name": "y", "description": "two"}\n{"name": "x", "description": "three"}\n')
+    path = write(
+        tmp_path / "dup.jsonl",
+        '{"name": "x", "description": "one"}\n{"name": "y", "description": "two"}\n{"name": "x", "description": "three"}\n',
+    )
     with pytest.raises(CatalogError) as caught:
         load_catalog(path)
     message = str(caught.value)
@@ -121,7 +138,10 @@ def test_invalid_json_line_is_reported(tmp_path: Path) -> None:
     [
         ({"type": "array"}, "type 'object'"),
         ({"type": "object", "properties": {"a": {"type": "strin"}}}, "not a valid JSON schema at properties/a/type"),
-        ({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}, "'b', which is not in 'properties'"),
+        (
+            {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]},
+            "'b', which is not in 'properties'",
+        ),
         ({"type": "object", "properties": []}, "not a valid JSON schema"),
     ],
 )
@@ -134,7 +154,10 @@ def test_bad_parameter_schemas(parameters: dict[str, object], expected: str) -> 
 
 
 def test_yaml_boolean_keys_are_caught(tmp_path: Path) -> None:
-    path = write(tmp_path / "c.yaml", "- name: lights\n  description: Lights\n  parameters: {type: object, properties: {on: {type: boolean}}}\n")
+    path = write(
+        tmp_path / "c.yaml",
+        "- name: lights\n  description: Lights\n  parameters: {type: object, properties: {on: {type: boolean}}}\n",
+    )
     with pytest.raises(CatalogError, match='quote keys such as "on"'):
         load_catalog(path)
 
@@ -177,6 +200,8 @@ def test_fingerprint_ignores_order_and_key_order_but_not_content() -> None:
 
 
 def test_tags_are_cleaned_and_counted() -> None:
-    catalog = parse_catalog([{"name": "a", "description": "A", "tags": [" x ", "x", "y"]}, {"name": "b", "description": "B", "tags": ["y"]}])
+    catalog = parse_catalog(
+        [{"name": "a", "description": "A", "tags": [" x ", "x", "y"]}, {"name": "b", "description": "B", "tags": ["y"]}]
+    )
     assert catalog[0].tags == ("x", "y")
     assert catalog.tag_counts() == {"x": 1, "y": 2}

@@ -44,7 +44,9 @@ def test_build_then_route(tmp_path: Path, tiny_file: Path, env: dict[str, str]) 
     assert routed.exit_code == 0, routed.output
     assert "get_weather" in routed.output and "get_forecast" in routed.output and "2 eligible" in routed.output
 
-    as_json = runner.invoke(main, ["route", "weather", "--index", str(out), "-k", "1", "--json", "--format", "anthropic"])
+    as_json = runner.invoke(
+        main, ["route", "weather", "--index", str(out), "-k", "1", "--json", "--format", "anthropic"]
+    )
     payload = json.loads(as_json.output)
     assert payload["tools"][0]["input_schema"] and payload["fingerprint"].startswith("sha256:")
 
@@ -75,7 +77,9 @@ def test_build_and_route_the_bundled_catalog_with_the_real_model(tmp_path: Path)
     env = {"TOOLSIFT_CACHE_DIR": str(tmp_path / "cache")}
     built = runner.invoke(main, ["build", "--out", str(tmp_path / "idx"), "-q"], env=env)
     assert built.exit_code == 0, built.output
-    routed = runner.invoke(main, ["route", "convert 100 dollars to euros", "--index", str(tmp_path / "idx"), "-k", "1", "--json"])
+    routed = runner.invoke(
+        main, ["route", "convert 100 dollars to euros", "--index", str(tmp_path / "idx"), "-k", "1", "--json"]
+    )
     assert routed.exit_code == 0, routed.output
     assert json.loads(routed.output)["matches"][0]["name"] == "get_exchange_rate"
 
@@ -95,7 +99,9 @@ def test_serve_runs_a_real_http_server(tmp_path: Path, tiny_file: Path, env: dic
         port = probe.getsockname()[1]
     process = subprocess.Popen(
         [sys.executable, "-m", "toolsift", "serve", "--index", str(tmp_path / "idx"), "--port", str(port)],
-        env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     try:
         deadline = time.monotonic() + 60
@@ -110,7 +116,8 @@ def test_serve_runs_a_real_http_server(tmp_path: Path, tiny_file: Path, env: dic
                 time.sleep(0.2)
         assert health["tools"] == 8
         request = urllib.request.Request(
-            f"http://127.0.0.1:{port}/route", data=json.dumps({"query": "weather", "k": 1, "tags": ["weather"]}).encode(),
+            f"http://127.0.0.1:{port}/route",
+            data=json.dumps({"query": "weather", "k": 1, "tags": ["weather"]}).encode(),
             headers={"content-type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=5) as response:

@@ -55,22 +55,30 @@ def test_pinned_access_and_allowed_tools_over_http(bundled_client: TestClient) -
 
     masked = bundled_client.post(
         "/route",
-        json={"query": "what's the weather", "k": 2, "format": "openai", "delivery": "allowed_tools",
-              "tags": ["weather"]},
+        json={
+            "query": "what's the weather",
+            "k": 2,
+            "format": "openai",
+            "delivery": "allowed_tools",
+            "tags": ["weather"],
+        },
     ).json()
     superset = [t["function"]["name"] for t in masked["tools"]]
     allowed = [t["function"]["name"] for t in masked["tool_choice"]["allowed_tools"]["tools"]]
     assert superset == sorted(superset) and set(allowed) <= set(superset) and len(allowed) == 2
     again = bundled_client.post(
         "/route",
-        json={"query": "will it rain on Sunday", "k": 2, "format": "openai", "delivery": "allowed_tools",
-              "tags": ["weather"]},
+        json={
+            "query": "will it rain on Sunday",
+            "k": 2,
+            "format": "openai",
+            "delivery": "allowed_tools",
+            "tags": ["weather"],
+        },
     ).json()
     assert again["tools"] == masked["tools"] and again["fingerprint"] == masked["fingerprint"]
 
-    too_big = bundled_client.post(
-        "/route", json={"query": "x", "format": "openai", "delivery": "allowed_tools"}
-    )
+    too_big = bundled_client.post("/route", json={"query": "x", "format": "openai", "delivery": "allowed_tools"})
     assert too_big.status_code == 400 and "session_id" in too_big.json()["error"]["message"]
     wrong = bundled_client.post("/route", json={"query": "x", "delivery": "allowed_tools"})
     assert wrong.status_code == 400 and "format=openai" in wrong.json()["error"]["message"]
@@ -98,7 +106,8 @@ def test_route_bytes_are_identical_across_processes(bundled_index: Path) -> None
     processes = [  # two processes at once, with different hash seeds
         subprocess.Popen(
             [sys.executable, "-c", _PRINT_ROUTE_BYTES, str(bundled_index)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             env={"PYTHONHASHSEED": seed, "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
         )
         for seed in ("1", "2")
@@ -120,7 +129,11 @@ def test_definitions_in_each_format(tiny_router: Router) -> None:
     [mcp] = result.definitions("mcp")
     assert openai == {
         "type": "function",
-        "function": {"name": "delete_file", "description": "Delete a file from storage.", "parameters": {"type": "object", "properties": {}}},
+        "function": {
+            "name": "delete_file",
+            "description": "Delete a file from storage.",
+            "parameters": {"type": "object", "properties": {}},
+        },
     }
     assert anthropic["input_schema"] == {"type": "object", "properties": {}}
     assert mcp["annotations"] == {"destructiveHint": True}

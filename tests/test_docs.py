@@ -22,7 +22,18 @@ def test_every_command_is_documented(command: str) -> None:
 def test_every_route_is_documented(tiny_router: Router) -> None:
     every = route_paths(create_app(tiny_router).routes)
     paths = {path for path in every if not path.startswith(("/docs", "/redoc", "/openapi"))}
-    assert paths == {"/", "/route", "/tools", "/healthz", "/lint", "/metrics", "/admin/reload", "/admin/status", "/admin/tools", "/admin/tools/{name}"}
+    assert paths == {
+        "/",
+        "/route",
+        "/tools",
+        "/healthz",
+        "/lint",
+        "/metrics",
+        "/admin/reload",
+        "/admin/status",
+        "/admin/tools",
+        "/admin/tools/{name}",
+    }
     for path in paths:
         assert f" {path}`" in README, path
 

@@ -65,7 +65,10 @@ def test_parameter_descriptions_and_choices_are_lexical_text_only() -> None:
                     "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
                     "days": {
                         "type": "array",
-                        "items": {"type": "object", "properties": {"date": {"type": "string", "description": "ISO day"}}},
+                        "items": {
+                            "type": "object",
+                            "properties": {"date": {"type": "string", "description": "ISO day"}},
+                        },
                     },
                 },
             },
@@ -74,7 +77,10 @@ def test_parameter_descriptions_and_choices_are_lexical_text_only() -> None:
     assert tool.parameter_descriptions() == ["City name, e.g. Paris", "celsius, fahrenheit", "ISO day"]
     text = compose_tool_text(tool)
     assert "Paris" not in text and "celsius" not in text  # not embedded
-    assert lexical_tool_text(tool) == f"get forecast {text} Parameter details: City name, e.g. Paris celsius, fahrenheit ISO day"
+    assert (
+        lexical_tool_text(tool)
+        == f"get forecast {text} Parameter details: City name, e.g. Paris celsius, fahrenheit ISO day"
+    )
 
 
 def test_hashing_embedder_is_deterministic_and_normalised() -> None:
@@ -165,8 +171,10 @@ def test_ensemble_vectors_average_the_models_cosines() -> None:
     docs = ["send an email", "weather forecast", "delete a file"]
     joined = ensemble.embed_documents(docs)
     query = ensemble.embed_queries(["email my boss"])[0]
-    expected = (first.embed_documents(docs) @ first.embed_queries(["email my boss"])[0]
-                + second.embed_documents(docs) @ second.embed_queries(["email my boss"])[0]) / 2
+    expected = (
+        first.embed_documents(docs) @ first.embed_queries(["email my boss"])[0]
+        + second.embed_documents(docs) @ second.embed_queries(["email my boss"])[0]
+    ) / 2
     assert np.allclose(joined @ query, expected, atol=1e-5)
     assert np.allclose(np.linalg.norm(joined, axis=1), 1.0, atol=1e-5)
 
@@ -187,7 +195,14 @@ def test_ensemble_of_the_real_models_routes_korean_and_english() -> None:
 
 
 KOREAN_TOOLS = [
-    {"name": "informWeather", "description": "특정 지역의 현재 날씨 정보 제공", "parameters": {"type": "object", "properties": {"location": {"type": "string", "description": "날씨 정보를 가져올 지역 이름"}}}},
+    {
+        "name": "informWeather",
+        "description": "특정 지역의 현재 날씨 정보 제공",
+        "parameters": {
+            "type": "object",
+            "properties": {"location": {"type": "string", "description": "날씨 정보를 가져올 지역 이름"}},
+        },
+    },
     {"name": "transferMoney", "description": "특정 계좌로 돈을 송금한다."},
     {"name": "add_task", "description": "to-do list에 새로운 할 일을 저장합니다."},
     {"name": "getTodayBoxOfficeRanking", "description": "오늘의 박스오피스 순위를 제공합니다"},

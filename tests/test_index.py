@@ -131,7 +131,10 @@ def test_killing_a_save_at_any_moment_leaves_a_loadable_index(tmp_path: Path) ->
     sources = []
     for version in (0, 1):
         catalog = parse_catalog(
-            [{"name": f"tool_{version}_{i}", "description": f"does thing {i} of version {version} " * 20} for i in range(3000)]
+            [
+                {"name": f"tool_{version}_{i}", "description": f"does thing {i} of version {version} " * 20}
+                for i in range(3000)
+            ]
         )
         sources.append(str(ToolIndex.build(catalog, embedder)[0].save(tmp_path / f"source{version}")))
     target = tmp_path / "idx"

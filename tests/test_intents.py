@@ -34,11 +34,20 @@ THREE_STEPS = (
             "Tell me the latest AI news, and also recommend some AI jobs.",
             ["Tell me the latest AI news", "recommend some AI jobs."],
         ),
-        ("Get v1.2 notes; list open issues and then close stale ones", ["Get v1.2 notes", "list open issues", "close stale ones"]),
+        (
+            "Get v1.2 notes; list open issues and then close stale ones",
+            ["Get v1.2 notes", "list open issues", "close stale ones"],
+        ),
         # abbreviations and short lead-ins do not make parts of their own
-        ("Analyze the evidence (e.g. DNA, hair) from the scene.", ["Analyze the evidence (e.g. DNA, hair) from the scene."]),
+        (
+            "Analyze the evidence (e.g. DNA, hair) from the scene.",
+            ["Analyze the evidence (e.g. DNA, hair) from the scene."],
+        ),
         ("Please help. Find me a cheap hotel in Rome", ["Please help. Find me a cheap hotel in Rome"]),
-        ("Send it to Dr. Smith at 5 p.m. tomorrow. Then book a room for two.", ["Send it to Dr. Smith at 5 p.m. tomorrow.", "book a room for two."]),
+        (
+            "Send it to Dr. Smith at 5 p.m. tomorrow. Then book a room for two.",
+            ["Send it to Dr. Smith at 5 p.m. tomorrow.", "book a room for two."],
+        ),
         # Korean and Japanese sentence ends and connectives
         ("오늘 날씨 알려줘. 그리고 내일 일정도 확인해줘", ["오늘 날씨 알려줘.", "내일 일정도 확인해줘"]),
         ("今日の天気を教えて。明日の予定も確認して。", ["今日の天気を教えて。", "明日の予定も確認して。"]),
@@ -135,8 +144,6 @@ def test_every_step_of_a_three_step_request_gets_its_tool(bundled_router: Router
     assert bundled_router.route(single, k=5).matches == whole.route(single, k=5).matches
 
 
-
-
 @pytest.mark.model
 def test_cli_route_shows_each_parts_tool_and_can_turn_splitting_off(bundled_index: Path) -> None:
     from click.testing import CliRunner
@@ -146,6 +153,8 @@ def test_cli_route_shows_each_parts_tool_and_can_turn_splitting_off(bundled_inde
     split = CliRunner().invoke(main, ["route", THREE_STEPS, "--index", str(bundled_index), "-k", "3"])
     assert split.exit_code == 0, split.output
     assert "get_exchange_rate" in split.output and "for: Convert 250 US dollars to euros." in split.output
-    whole = CliRunner().invoke(main, ["route", THREE_STEPS, "--index", str(bundled_index), "-k", "3", "--no-split-intents"])
+    whole = CliRunner().invoke(
+        main, ["route", THREE_STEPS, "--index", str(bundled_index), "-k", "3", "--no-split-intents"]
+    )
     assert whole.exit_code == 0, whole.output
     assert "for:" not in whole.output and "get_exchange_rate" not in whole.output

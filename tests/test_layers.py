@@ -53,7 +53,9 @@ def violations(root: Path) -> list[str]:
             if other not in RANK or unit not in RANK:
                 found.append(f"{path.relative_to(root)}: {unit} or {other} is in no layer; add it to LAYERS")
             elif RANK[other] >= RANK[unit]:
-                found.append(f"{path.relative_to(root)}: {unit} (layer {RANK[unit]}) imports {other} (layer {RANK[other]})")
+                found.append(
+                    f"{path.relative_to(root)}: {unit} (layer {RANK[unit]}) imports {other} (layer {RANK[other]})"
+                )
     return found
 
 
@@ -62,7 +64,9 @@ def test_no_module_imports_a_higher_or_sibling_layer() -> None:
 
 
 def test_every_unit_has_a_layer() -> None:
-    units = {unit_of(path, PACKAGE) for path in PACKAGE.glob("*") if path.suffix == ".py" or (path / "__init__.py").exists()}
+    units = {
+        unit_of(path, PACKAGE) for path in PACKAGE.glob("*") if path.suffix == ".py" or (path / "__init__.py").exists()
+    }
     assert units <= set(RANK), units - set(RANK)
 
 

@@ -18,7 +18,10 @@ from toolsift.embeddings import Embedder
 GOOD = {
     "name": "get_weather",
     "description": "Current weather for a city. Use for today's conditions; for later days use get_forecast.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name, e.g. Paris"}}},
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string", "description": "City name, e.g. Paris"}},
+    },
 }
 BAD: list[dict[str, Any]] = [
     GOOD,
@@ -101,7 +104,10 @@ def test_queries_that_confuse_two_tools_are_reported(real_embedder: Embedder) ->
     ]
     router = Router.build(parse_catalog(tools, source="travel"), real_embedder)
     # labelled (wrongly, on purpose) as hotel requests: the router ranks book_flight first
-    queries = [(q, ["book_hotel"]) for q in ("book a flight to Rome", "buy a plane ticket to Oslo", "I need a flight to Lima on Monday")]
+    queries = [
+        (q, ["book_hotel"])
+        for q in ("book a flight to Rome", "buy a plane ticket to Oslo", "I need a flight to Lima on Monday")
+    ]
     report = lint_catalog(router.catalog, router, queries, k=1, count_tokens=len)
     confused = [f for f in report.findings if f.code == "confused-by-queries"]
     assert [f.tools for f in confused] == [("book_hotel", "book_flight")]
@@ -159,7 +165,9 @@ def test_lint_command_flags_the_model_and_reads_the_weight_from_the_environment(
     assert pinned.exit_code == 0, pinned.output
     assert "english-model-on-non-latin-catalog" in {f["code"] for f in json.loads(pinned.output)["findings"]}
     raised = runner.invoke(
-        main, ["lint", str(catalog), "--json"], env={"TOOLSIFT_MODEL": "all-MiniLM-L6-v2", "TOOLSIFT_LEXICAL_WEIGHT": "1.0"}
+        main,
+        ["lint", str(catalog), "--json"],
+        env={"TOOLSIFT_MODEL": "all-MiniLM-L6-v2", "TOOLSIFT_LEXICAL_WEIGHT": "1.0"},
     )
     assert "english-model-on-non-latin-catalog" not in {f["code"] for f in json.loads(raised.output)["findings"]}
     text = runner.invoke(main, ["lint", str(catalog)], env={"TOOLSIFT_MODEL": "all-MiniLM-L6-v2"})

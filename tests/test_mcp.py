@@ -69,8 +69,11 @@ def write_tools(path: Path, tools: list[dict[str, Any]] | str) -> None:
 
 def stdio_spec(tools_file: Path, **extra: Any) -> McpServerSpec:
     return McpServerSpec(
-        name="fixture", command=sys.executable, args=(str(FIXTURE_SERVER), str(tools_file), "stdio"),
-        timeout=60, **extra,
+        name="fixture",
+        command=sys.executable,
+        args=(str(FIXTURE_SERVER), str(tools_file), "stdio"),
+        timeout=60,
+        **extra,
     )
 
 
@@ -80,18 +83,18 @@ async def wait_for(condition: Callable[[], bool], seconds: float = 60) -> None:
             await anyio.sleep(0.05)
 
 
-
-
 # -- the servers file and tool conversion --------------------------------------------------
 
 
 def test_servers_file_is_parsed_and_checked() -> None:
-    specs = parse_sources({
-        "mcpServers": {
-            "files": {"command": "npx", "args": ["-y", "server-filesystem", "/data"], "env": {"A": "1"}},
-            "github": {"url": "https://mcp.example.com/mcp", "prefix": "gh_", "tags": ["code"]},
+    specs = parse_sources(
+        {
+            "mcpServers": {
+                "files": {"command": "npx", "args": ["-y", "server-filesystem", "/data"], "env": {"A": "1"}},
+                "github": {"url": "https://mcp.example.com/mcp", "prefix": "gh_", "tags": ["code"]},
+            }
         }
-    })
+    )
     assert [(s.name, s.transport) for s in specs] == [("files", "stdio"), ("github", "http")]
     with pytest.raises(McpServersFileError, match="server 'both'.*either 'command'"):
         parse_sources({"mcpServers": {"both": {"command": "x", "url": "http://a"}}})
@@ -133,7 +136,8 @@ def test_live_catalog_follows_tools_list_changed(tmp_path: Path, real_embedder: 
     async def scenario() -> None:
         live = LiveCatalog(
             [stdio_spec(tools_file, protocol=protocol)],
-            build=router_builder(real_embedder), publish=published.append,
+            build=router_builder(real_embedder),
+            publish=published.append,
         )
         async with live.running():
             server = live.status()["servers"]["fixture"]
@@ -189,7 +193,11 @@ def test_live_catalog_over_streamable_http(tmp_path: Path, real_embedder: Embedd
             spec = McpServerSpec(name="web", url=f"http://127.0.0.1:{port}/mcp", prefix="web_", timeout=60)
             live = LiveCatalog([spec], build=router_builder(real_embedder), publish=published.append)
             async with live.running():
-                assert sorted(published[-1].catalog.names) == ["web_create_invoice", "web_get_weather", "web_send_email"]
+                assert sorted(published[-1].catalog.names) == [
+                    "web_create_invoice",
+                    "web_get_weather",
+                    "web_send_email",
+                ]
                 write_tools(tools_file, CHANGED)
                 await wait_for(lambda: len(published) == 2)
                 assert published[-1].route("translate into German", 1).names == ["web_translate_text"]
@@ -218,7 +226,9 @@ def live_files(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
 
 
 @pytest.mark.model
-def test_service_serves_a_live_catalog_with_admin_reload(live_files: tuple[Path, Path], real_embedder: Embedder) -> None:
+def test_service_serves_a_live_catalog_with_admin_reload(
+    live_files: tuple[Path, Path], real_embedder: Embedder
+) -> None:
     tools_file, servers = live_files
     settings = Settings(mcp_servers=servers, cache_dir=None, admin_token="s3cret")
     with TestClient(create_app(settings=settings)) as client:
@@ -247,11 +257,9 @@ def test_service_serves_a_live_catalog_with_admin_reload(live_files: tuple[Path,
         write_tools(tools_file, "{ broken")
         failed = client.post("/admin/reload", headers=admin)
         assert failed.status_code == 502 and "still serving" in failed.json()["error"]["message"]
-        assert client.post("/route", json={"query": "translate", "k": 1}).json()["matches"][0]["name"] == "translate_text"
-
-
-
-
+        assert (
+            client.post("/route", json={"query": "translate", "k": 1}).json()["matches"][0]["name"] == "translate_text"
+        )
 
 
 # -- toolsift as an MCP server ---------------------------------------------------------------
@@ -280,7 +288,8 @@ def test_search_tools_over_mcp_in_process(bundled_router: Router) -> None:
 def test_toolsift_mcp_command_over_stdio(bundled_index: Path) -> None:
     async def scenario() -> None:
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "toolsift", "mcp", "--index", str(bundled_index)],
+            command=sys.executable,
+            args=["-m", "toolsift", "mcp", "--index", str(bundled_index)],
             env={"HF_HUB_OFFLINE": "1", "PATH": os.environ.get("PATH", "")},
         )
         async with Client(params, read_timeout_seconds=120) as client:

@@ -22,12 +22,27 @@ names = st.from_regex(r"[A-Za-z][A-Za-z0-9_\-]{0,20}", fullmatch=True)
 words = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=0, max_size=40)
 schemas = st.dictionaries(
     st.from_regex(r"[a-z][a-z_]{0,8}", fullmatch=True),
-    st.sampled_from([{"type": "string"}, {"type": "integer", "minimum": 0}, {"type": "boolean"}, {"type": "array", "items": {"type": "string"}}]),
+    st.sampled_from(
+        [
+            {"type": "string"},
+            {"type": "integer", "minimum": 0},
+            {"type": "boolean"},
+            {"type": "array", "items": {"type": "string"}},
+        ]
+    ),
     max_size=4,
 ).map(lambda props: {"type": "object", "properties": props} if props else {})
 tools = st.builds(
-    lambda name, description, tags, parameters: {"name": name, "description": description, "tags": tags, "parameters": parameters},
-    names, words, st.lists(st.from_regex(r"[a-z]{1,6}", fullmatch=True), max_size=3), schemas,
+    lambda name, description, tags, parameters: {
+        "name": name,
+        "description": description,
+        "tags": tags,
+        "parameters": parameters,
+    },
+    names,
+    words,
+    st.lists(st.from_regex(r"[a-z]{1,6}", fullmatch=True), max_size=3),
+    schemas,
 )
 catalogs = st.lists(tools, max_size=12, unique_by=lambda tool: tool["name"])
 

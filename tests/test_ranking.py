@@ -83,9 +83,14 @@ def test_word_forms_and_parameter_details_are_matched() -> None:
         parse_catalog(
             TOOLS
             + [
-                {"name": "convert_units", "description": "Convert a quantity.",
-                 "parameters": {"type": "object", "properties": {
-                     "unit": {"type": "string", "enum": ["celsius", "fahrenheit", "kelvin"]}}}},
+                {
+                    "name": "convert_units",
+                    "description": "Convert a quantity.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"unit": {"type": "string", "enum": ["celsius", "fahrenheit", "kelvin"]}},
+                    },
+                },
             ]
         ),
         ConstantEmbedder(),
@@ -99,7 +104,12 @@ def test_word_forms_and_parameter_details_are_matched() -> None:
 def test_weight_zero_is_plain_dense_order(constant_router: Router) -> None:
     dense = Router(constant_router.index, constant_router.embedder, RankingConfig(lexical_weight=0))
     result = dense.route("please refund this payment", k=4)
-    assert result.names == ["get_weather", "send_invoice", "refund_payment", "getTodayBoxOfficeRanking"]  # ties: catalog order
+    assert result.names == [
+        "get_weather",
+        "send_invoice",
+        "refund_payment",
+        "getTodayBoxOfficeRanking",
+    ]  # ties: catalog order
     assert all(match.lexical == 0 for match in result.matches)
 
 

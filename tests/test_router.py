@@ -81,8 +81,6 @@ def test_router_refuses_an_index_built_with_another_model(tmp_path: Path, tiny_c
         Router.load(tmp_path / "idx", HashingEmbedder(32))
 
 
-
-
 # -- the real model, real FAISS, the bundled catalog --------------------------------------
 
 PLAIN_QUERIES = {

@@ -21,11 +21,17 @@ def test_empty_rules_allow_everything(tiny_catalog: Catalog) -> None:
 
 def test_any_all_and_exclude(tiny_catalog: Catalog) -> None:
     assert allowed_names(tiny_catalog, TagRules.parse(any_of=["email", "weather"])) == {
-        "send_email", "search_emails", "get_weather", "get_forecast",
+        "send_email",
+        "search_emails",
+        "get_weather",
+        "get_forecast",
     }
     assert allowed_names(tiny_catalog, TagRules.parse(all_of=["read", "weather"])) == {"get_weather", "get_forecast"}
     assert allowed_names(tiny_catalog, TagRules.parse(exclude="write,finance")) == {
-        "search_emails", "get_weather", "get_forecast", "list_events",
+        "search_emails",
+        "get_weather",
+        "get_forecast",
+        "list_events",
     }
     combined = TagRules.parse(any_of="email,calendar,files", all_of="write", exclude="admin")
     assert allowed_names(tiny_catalog, combined) == {"send_email", "create_event"}

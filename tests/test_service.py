@@ -30,7 +30,12 @@ def test_route_returns_tools_matches_and_fingerprint(client: TestClient) -> None
 def test_route_tag_rules_and_formats(client: TestClient) -> None:
     body = client.post(
         "/route",
-        json={"query": "remove it", "k": 3, "tags": {"any": ["files", "calendar"], "exclude": ["read"]}, "format": "openai"},
+        json={
+            "query": "remove it",
+            "k": 3,
+            "tags": {"any": ["files", "calendar"], "exclude": ["read"]},
+            "format": "openai",
+        },
     ).json()
     assert {t["function"]["name"] for t in body["tools"]} == {"delete_file", "create_event"}
     assert all(t["type"] == "function" for t in body["tools"])

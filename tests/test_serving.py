@@ -26,7 +26,9 @@ from conftest import free_port, wait_until_serving
 
 
 @pytest.mark.model
-def test_hot_reload_under_load_with_two_workers(tmp_path: Path, bundled_router: Router, real_embedder: Embedder) -> None:
+def test_hot_reload_under_load_with_two_workers(
+    tmp_path: Path, bundled_router: Router, real_embedder: Embedder
+) -> None:
     folder = tmp_path / "index"
     full = bundled_router
     small = Router.build(Catalog(list(bundled_router.catalog)[:60], source="small"), real_embedder)
@@ -38,9 +40,14 @@ def test_hot_reload_under_load_with_two_workers(tmp_path: Path, bundled_router: 
     with open(log_file, "wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "toolsift", "serve", "--index", str(folder), "--port", str(port), "--workers", "2"],
-            env={**os.environ, "HF_HUB_OFFLINE": "1", "TOOLSIFT_ADMIN_TOKEN": "admin-secret-0123456789",
-                 "TOOLSIFT_RELOAD_INTERVAL": "0.5"},
-            stderr=log, stdout=log,
+            env={
+                **os.environ,
+                "HF_HUB_OFFLINE": "1",
+                "TOOLSIFT_ADMIN_TOKEN": "admin-secret-0123456789",
+                "TOOLSIFT_RELOAD_INTERVAL": "0.5",
+            },
+            stderr=log,
+            stdout=log,
         )
     try:
         wait_until_serving(url, process)
@@ -50,7 +57,12 @@ def test_hot_reload_under_load_with_two_workers(tmp_path: Path, bundled_router: 
         failures: list[str] = []
 
         def hammer(worker: int) -> None:
-            queries = ["send an email to Bob", "weather in Lisbon tomorrow", "convert 100 dollars to euros", "open a ticket"]
+            queries = [
+                "send an email to Bob",
+                "weather in Lisbon tomorrow",
+                "convert 100 dollars to euros",
+                "open a ticket",
+            ]
             with httpx.Client(base_url=url, timeout=30) as client:
                 turn = 0
                 while not stop.is_set():
@@ -82,8 +94,10 @@ def test_hot_reload_under_load_with_two_workers(tmp_path: Path, bundled_router: 
         # the last save was the full catalog: every worker ends up on it
         deadline = time.monotonic() + 30
         while True:
-            fingerprints = {httpx.post(url + "/route", json={"query": "weather", "k": 1}).json()["catalog_fingerprint"]
-                            for _ in range(12)}
+            fingerprints = {
+                httpx.post(url + "/route", json={"query": "weather", "k": 1}).json()["catalog_fingerprint"]
+                for _ in range(12)
+            }
             if fingerprints == {full.catalog.fingerprint}:
                 break
             assert time.monotonic() < deadline, fingerprints
@@ -103,7 +117,9 @@ def test_hot_reload_under_load_with_two_workers(tmp_path: Path, bundled_router: 
 
 def test_request_limits_give_clear_4xx(tiny_router: Router) -> None:
     with TestClient(create_app(tiny_router, settings=Settings(max_request_bytes=2048))) as client:
-        big = client.post("/route", content=b'{"query": "' + b"x" * 5000 + b'"}', headers={"content-type": "application/json"})
+        big = client.post(
+            "/route", content=b'{"query": "' + b"x" * 5000 + b'"}', headers={"content-type": "application/json"}
+        )
         assert big.status_code == 413 and "2048 bytes" in big.json()["error"]["message"]
         assert client.post("/route", json={"query": "x", "k": 257}).status_code == 422
         assert client.post("/route", json={"query": "x" * 1500}).status_code == 200
@@ -124,7 +140,3 @@ def test_json_log_lines_carry_extra_fields() -> None:
     entry = json.loads(JsonFormatter().format(record))
     assert entry["msg"] == "POST /route 200" and entry["status"] == 200 and entry["ms"] == 12.5
     assert entry["level"] == "info" and entry["logger"] == "toolsift.access" and entry["ts"].endswith("+00:00")
-
-
-
-

@@ -48,15 +48,30 @@ def test_session_resets_at_the_cap(tiny_catalog: Catalog) -> None:
 
 def test_outranking_policy_appends_only_what_beats_the_session(tiny_catalog: Catalog) -> None:
     store = SessionStore()
-    store.advance("s", tools_of(tiny_catalog, "get_weather", "send_email"), tiny_catalog,
-                  ranked=["get_weather", "send_email"], policy="outranking")
+    store.advance(
+        "s",
+        tools_of(tiny_catalog, "get_weather", "send_email"),
+        tiny_catalog,
+        ranked=["get_weather", "send_email"],
+        policy="outranking",
+    )
     # the best match is already held: nothing changes, the whole prompt stays cached
-    calm = store.advance("s", tools_of(tiny_catalog, "get_forecast", "get_weather"), tiny_catalog,
-                         ranked=["get_weather", "get_forecast"], policy="outranking")
+    calm = store.advance(
+        "s",
+        tools_of(tiny_catalog, "get_forecast", "get_weather"),
+        tiny_catalog,
+        ranked=["get_weather", "get_forecast"],
+        policy="outranking",
+    )
     assert calm.appended == () and calm.held_back == ("get_forecast",) and not calm.prefix_changed
     # a new tool ranked above every held one is appended; the one ranked below them is held back
-    moved = store.advance("s", tools_of(tiny_catalog, "create_event", "delete_file", "list_events", "send_email"),
-                          tiny_catalog, ranked=["create_event", "send_email", "list_events"], policy="outranking")
+    moved = store.advance(
+        "s",
+        tools_of(tiny_catalog, "create_event", "delete_file", "list_events", "send_email"),
+        tiny_catalog,
+        ranked=["create_event", "send_email", "list_events"],
+        policy="outranking",
+    )
     assert moved.appended == ("create_event", "delete_file")  # delete_file is pinned: not in ranked
     assert moved.held_back == ("list_events",)
     assert [t.name for t in moved.tools] == ["get_weather", "send_email", "create_event", "delete_file"]
@@ -95,17 +110,7 @@ def test_session_follows_catalog_changes(tiny_catalog: Catalog) -> None:
 # -- Router: pinned tools and the access policy -----------------------------------------------
 
 
-
-
-
-
-
-
-
-
 # -- over HTTP, with the real model -----------------------------------------------------------
-
-
 
 
 CONVERSATION = [
@@ -128,7 +133,7 @@ def test_sticky_session_over_http(bundled_client: TestClient) -> None:
         assert session["turn"] == turn and session["size"] == len(names)
         assert names[: len(previous)] == previous, "earlier tools must keep their place"
         assert not session["prefix_changed"]
-        assert session["appended"] == names[len(previous):]
+        assert session["appended"] == names[len(previous) :]
         assert {m["name"] for m in body["matches"]} <= set(names)
         previous = names
     assert "send_email" in previous and any("weather" in n or "forecast" in n for n in previous)
@@ -151,7 +156,11 @@ def test_sticky_session_over_http(bundled_client: TestClient) -> None:
 
 @pytest.mark.model
 def test_session_cap_reset_over_http(bundled_client: TestClient) -> None:
-    queries = CONVERSATION + ["convert 100 dollars to euros", "translate this paragraph to German", "create a jira ticket"]
+    queries = CONVERSATION + [
+        "convert 100 dollars to euros",
+        "translate this paragraph to German",
+        "create a jira ticket",
+    ]
     resets = []
     for query in queries:
         body = bundled_client.post("/route", json={"query": query, "k": 4, "session_id": "capped"}).json()
@@ -160,9 +169,3 @@ def test_session_cap_reset_over_http(bundled_client: TestClient) -> None:
         if body["session"]["reset"]:
             assert body["session"]["prefix_changed"] and len(body["tools"]) == 4
     assert any(resets), "seven turns of four new tools must hit a cap of twelve"
-
-
-
-
-
-

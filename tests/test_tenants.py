@@ -55,12 +55,16 @@ def test_each_tenant_routes_only_within_its_tools(client: TestClient, bundled_ro
     assert globex == {t.name for t in catalog if "finance" in t.tags and "markets" not in t.tags}
 
     # a query that fits the other tenant's tools best still only gets the caller's own tools
-    body = client.post("/route", json={"query": "transfer 200 dollars to my savings account", "k": 5},
-                       headers=as_tenant(ACME_KEY)).json()
+    body = client.post(
+        "/route", json={"query": "transfer 200 dollars to my savings account", "k": 5}, headers=as_tenant(ACME_KEY)
+    ).json()
     assert body["eligible"] == len(acme)
     assert {m["name"] for m in body["matches"]} <= acme and {t["name"] for t in body["tools"]} <= acme
-    rich = client.post("/route", json={"query": "transfer 200 dollars to my savings account", "k": 5},
-                       headers={"X-API-Key": GLOBEX_KEY}).json()
+    rich = client.post(
+        "/route",
+        json={"query": "transfer 200 dollars to my savings account", "k": 5},
+        headers={"X-API-Key": GLOBEX_KEY},
+    ).json()
     assert rich["matches"][0]["name"] == "transfer_money"
 
 
@@ -93,10 +97,14 @@ def test_keys_are_required_and_sessions_are_per_tenant(client: TestClient) -> No
     assert client.get("/tools").status_code == 401
     assert client.get("/healthz").json() == {"status": "ok", "version": client.get("/healthz").json()["version"]}
 
-    first = client.post("/route", json={"query": "send an email to Bob", "k": 2, "session_id": "shared-id"},
-                        headers=as_tenant(ACME_KEY)).json()
-    other = client.post("/route", json={"query": "what is my account balance", "k": 2, "session_id": "shared-id"},
-                        headers=as_tenant(GLOBEX_KEY)).json()
+    first = client.post(
+        "/route", json={"query": "send an email to Bob", "k": 2, "session_id": "shared-id"}, headers=as_tenant(ACME_KEY)
+    ).json()
+    other = client.post(
+        "/route",
+        json={"query": "what is my account balance", "k": 2, "session_id": "shared-id"},
+        headers=as_tenant(GLOBEX_KEY),
+    ).json()
     assert first["session"]["turn"] == 1 and other["session"]["turn"] == 1  # same id, separate sessions
     assert other["session"]["id"] == "shared-id"
     assert not {t["name"] for t in other["tools"]} & {t["name"] for t in first["tools"]}

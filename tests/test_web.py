@@ -18,8 +18,6 @@ from conftest import free_port, wait_until_serving
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-
-
 @pytest.fixture(scope="module")
 def served(bundled_index: Path) -> Iterator[str]:
     port = free_port()
@@ -100,16 +98,29 @@ def test_page_with_a_tenant_key_shows_only_that_tenants_tools(bundled_index: Pat
     tenants.write_text("tenants:\n  acme:\n    key: acme-key-0123456789abcdef\n    tags: [weather]\n")
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "toolsift", "serve", "--index", str(bundled_index), "--port", str(port),
-         "--tenants", str(tenants)],
+        [
+            sys.executable,
+            "-m",
+            "toolsift",
+            "serve",
+            "--index",
+            str(bundled_index),
+            "--port",
+            str(port),
+            "--tenants",
+            str(tenants),
+        ],
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_serving(url, process)
-        weather_tools = {t["name"] for t in httpx.get(
-            url + "/tools", params={"limit": 1000}, headers={"X-API-Key": "acme-key-0123456789abcdef"}
-        ).json()["tools"]}
+        weather_tools = {
+            t["name"]
+            for t in httpx.get(
+                url + "/tools", params={"limit": 1000}, headers={"X-API-Key": "acme-key-0123456789abcdef"}
+            ).json()["tools"]
+        }
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
             page = browser.new_page()

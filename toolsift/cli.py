@@ -53,14 +53,45 @@ def main() -> None:
 
 @main.command()
 @click.argument("catalog", type=click.Path(path_type=Path), required=False)
-@click.option("--out", "out", type=click.Path(path_type=Path), help="Index folder to write [default: TOOLSIFT_INDEX_PATH or var/index].")
-@click.option("--model", help="Embedding model name or local model folder [default: auto: all-MiniLM-L6-v2, or with multilingual-e5-small when the catalog is mostly non-Latin text].")
-@click.option("--kind", type=click.Choice(INDEX_KINDS), help="auto (default: flat up to 20,000 tools, hnsw above), flat (exact) or hnsw (approximate).")
-@click.option("--dialect", type=click.Choice(DIALECTS), default="auto", show_default=True, help="Tool format of the catalog entries.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(path_type=Path),
+    help="Index folder to write [default: TOOLSIFT_INDEX_PATH or var/index].",
+)
+@click.option(
+    "--model",
+    help="Embedding model name or local model folder [default: auto: all-MiniLM-L6-v2, or with multilingual-e5-small when the catalog is mostly non-Latin text].",
+)
+@click.option(
+    "--kind",
+    type=click.Choice(INDEX_KINDS),
+    help="auto (default: flat up to 20,000 tools, hnsw above), flat (exact) or hnsw (approximate).",
+)
+@click.option(
+    "--dialect",
+    type=click.Choice(DIALECTS),
+    default="auto",
+    show_default=True,
+    help="Tool format of the catalog entries.",
+)
 @click.option("--no-cache", is_flag=True, help="Do not read or write the on-disk embedding cache.")
-@click.option("--mcp-servers", type=click.Path(path_type=Path), help="Also take the tools the MCP servers in this file list now (a snapshot; `serve --mcp-servers` follows changes).")
+@click.option(
+    "--mcp-servers",
+    type=click.Path(path_type=Path),
+    help="Also take the tools the MCP servers in this file list now (a snapshot; `serve --mcp-servers` follows changes).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def build(catalog: Path | None, out: Path | None, model: str | None, kind: str | None, dialect: str, mcp_servers: Path | None, no_cache: bool, quiet: bool) -> None:
+def build(
+    catalog: Path | None,
+    out: Path | None,
+    model: str | None,
+    kind: str | None,
+    dialect: str,
+    mcp_servers: Path | None,
+    no_cache: bool,
+    quiet: bool,
+) -> None:
     """Embed CATALOG (default: the bundled catalog, or none with --mcp-servers) and save a searchable index folder."""
     settings = Settings.from_env(None, index_path=out, model=model, index_kind=kind)
     if mcp_servers is not None:
@@ -78,8 +109,11 @@ def build(catalog: Path | None, out: Path | None, model: str | None, kind: str |
     embedder = embedder_for(settings.model, tools)
     load_seconds = time.perf_counter() - started
     router = Router.build(
-        tools, embedder, kind=settings.index_kind,  # type: ignore[arg-type]
-        cache=_open_cache(settings, no_cache), progress=not quiet,
+        tools,
+        embedder,
+        kind=settings.index_kind,  # type: ignore[arg-type]
+        cache=_open_cache(settings, no_cache),
+        progress=not quiet,
     )
     router.save(settings.index_path)
     stats = router.last_build
@@ -93,19 +127,61 @@ def build(catalog: Path | None, out: Path | None, model: str | None, kind: str |
 
 @main.command()
 @click.argument("query")
-@click.option("--index", "index_path", type=click.Path(path_type=Path), help="Index folder [default: TOOLSIFT_INDEX_PATH or var/index].")
-@click.option("-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True, help="How many tools at most.")
+@click.option(
+    "--index",
+    "index_path",
+    type=click.Path(path_type=Path),
+    help="Index folder [default: TOOLSIFT_INDEX_PATH or var/index].",
+)
+@click.option(
+    "-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True, help="How many tools at most."
+)
 @click.option("--tags", help="Comma-separated tags; a tool needs at least one of them.")
 @click.option("--all-tags", help="Comma-separated tags; a tool needs all of them.")
 @click.option("--exclude-tags", help="Comma-separated tags; a tool must have none of them.")
-@click.option("--access", type=click.Choice(ACCESS_POLICIES), default="any", show_default=True, help="read_only / non_destructive: only tools whose MCP annotations allow it.")
-@click.option("--pin", "pinned", multiple=True, help="A tool to include whatever the query (repeatable); not counted in k.")
+@click.option(
+    "--access",
+    type=click.Choice(ACCESS_POLICIES),
+    default="any",
+    show_default=True,
+    help="read_only / non_destructive: only tools whose MCP annotations allow it.",
+)
+@click.option(
+    "--pin", "pinned", multiple=True, help="A tool to include whatever the query (repeatable); not counted in k."
+)
 @click.option("--min-score", type=float, help="Drop tools whose ranking score is below this.")
-@click.option("--lexical-weight", type=click.FloatRange(0, 10), help=f"Weight of the standardised BM25 part of the score; 0 = dense only [default: {DEFAULT_LEXICAL_WEIGHT}].")
-@click.option("--split-intents/--no-split-intents", default=None, help="Route each part of a multi-part request too [default: TOOLSIFT_SPLIT_INTENTS, on].")
-@click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), help="Print the tool definitions in this form, as JSON.")
+@click.option(
+    "--lexical-weight",
+    type=click.FloatRange(0, 10),
+    help=f"Weight of the standardised BM25 part of the score; 0 = dense only [default: {DEFAULT_LEXICAL_WEIGHT}].",
+)
+@click.option(
+    "--split-intents/--no-split-intents",
+    default=None,
+    help="Route each part of a multi-part request too [default: TOOLSIFT_SPLIT_INTENTS, on].",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(OUTPUT_FORMATS),
+    help="Print the tool definitions in this form, as JSON.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
-def route(query: str, index_path: Path | None, k: int, tags: str | None, all_tags: str | None, exclude_tags: str | None, access: Access, pinned: tuple[str, ...], min_score: float | None, lexical_weight: float | None, split_intents: bool | None, output_format: str | None, as_json: bool) -> None:
+def route(
+    query: str,
+    index_path: Path | None,
+    k: int,
+    tags: str | None,
+    all_tags: str | None,
+    exclude_tags: str | None,
+    access: Access,
+    pinned: tuple[str, ...],
+    min_score: float | None,
+    lexical_weight: float | None,
+    split_intents: bool | None,
+    output_format: str | None,
+    as_json: bool,
+) -> None:
     """Print the tools that best fit QUERY."""
     settings = Settings.from_env(None, index_path=index_path, lexical_weight=lexical_weight)
     router = Router.load(settings.index_path, ranking=settings.ranking())
@@ -139,20 +215,47 @@ def route(query: str, index_path: Path | None, k: int, tags: str | None, all_tag
 
 
 @main.command()
-@click.option("--index", "index_path", type=click.Path(path_type=Path), help="Index folder [default: TOOLSIFT_INDEX_PATH or var/index].")
-@click.option("--catalog", type=click.Path(path_type=Path), help="Build the index from this catalog first if the folder has none.")
+@click.option(
+    "--index",
+    "index_path",
+    type=click.Path(path_type=Path),
+    help="Index folder [default: TOOLSIFT_INDEX_PATH or var/index].",
+)
+@click.option(
+    "--catalog", type=click.Path(path_type=Path), help="Build the index from this catalog first if the folder has none."
+)
 @click.option("--host", help="Interface to bind [default: 127.0.0.1].")
 @click.option("--port", type=int, help="Port [default: 8000].")
-@click.option("--workers", type=int, default=1, show_default=True, help="Worker processes, all serving the same index folder.")
-@click.option("--mcp-servers", type=click.Path(path_type=Path, dir_okay=False), help="Live catalog: the tools of the MCP servers in this file (plus --catalog), re-indexed when they change.")
-@click.option("--tenants", type=click.Path(path_type=Path, dir_okay=False), help="Tenants file: API keys and the tools each tenant may see.")
-def serve(index_path: Path | None, catalog: Path | None, host: str | None, port: int | None, workers: int, mcp_servers: Path | None, tenants: Path | None) -> None:
+@click.option(
+    "--workers", type=int, default=1, show_default=True, help="Worker processes, all serving the same index folder."
+)
+@click.option(
+    "--mcp-servers",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Live catalog: the tools of the MCP servers in this file (plus --catalog), re-indexed when they change.",
+)
+@click.option(
+    "--tenants",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Tenants file: API keys and the tools each tenant may see.",
+)
+def serve(
+    index_path: Path | None,
+    catalog: Path | None,
+    host: str | None,
+    port: int | None,
+    workers: int,
+    mcp_servers: Path | None,
+    tenants: Path | None,
+) -> None:
     """Serve the HTTP API (docs at /docs)."""
     import os
 
     import uvicorn
 
-    settings = Settings.from_env(None, index_path=index_path, host=host, port=port, mcp_servers=mcp_servers, tenants=tenants)
+    settings = Settings.from_env(
+        None, index_path=index_path, host=host, port=port, mcp_servers=mcp_servers, tenants=tenants
+    )
     if settings.tenants is not None:
         from toolsift.tenants import load_tenants
 
@@ -174,15 +277,31 @@ def serve(index_path: Path | None, catalog: Path | None, host: str | None, port:
     from toolsift.service.observability import logging_config
 
     uvicorn.run(
-        "toolsift.service:create_app", factory=True, host=settings.host, port=settings.port,
-        workers=workers, log_level=settings.log_level, access_log=False,
+        "toolsift.service:create_app",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=workers,
+        log_level=settings.log_level,
+        access_log=False,
         log_config=logging_config(settings.log_level, settings.log_format),
     )
 
 
 @main.command("mcp")
-@click.option("--index", "index_path", type=click.Path(path_type=Path), help="Index folder [default: TOOLSIFT_INDEX_PATH or var/index].")
-@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True, help="stdio for a client that launches toolsift; http serves streamable HTTP on /mcp.")
+@click.option(
+    "--index",
+    "index_path",
+    type=click.Path(path_type=Path),
+    help="Index folder [default: TOOLSIFT_INDEX_PATH or var/index].",
+)
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio for a client that launches toolsift; http serves streamable HTTP on /mcp.",
+)
 @click.option("--host", help="Interface to bind with --transport http [default: 127.0.0.1].")
 @click.option("--port", type=int, help="Port with --transport http [default: 8000].")
 def mcp_command(index_path: Path | None, transport: str, host: str | None, port: int | None) -> None:
@@ -200,14 +319,43 @@ def mcp_command(index_path: Path | None, transport: str, host: str | None, port:
 
 @main.command()
 @click.argument("catalog", type=click.Path(path_type=Path))
-@click.option("--queries", type=click.Path(path_type=Path), help="Labelled queries (benchmark queries.jsonl): adds never-retrieved tools, confusions and per-tool accuracy.")
-@click.option("-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True, help="Top-K for the query checks.")
-@click.option("--threshold", type=click.FloatRange(0, 1), default=0.85, show_default=True, help="Cosine above which two tools are a confusable pair.")
-@click.option("--no-embeddings", is_flag=True, help="Static checks only: no model, no confusable pairs, no query checks.")
-@click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="error", show_default=True, help="Exit 1 when a finding is this severe or worse.")
+@click.option(
+    "--queries",
+    type=click.Path(path_type=Path),
+    help="Labelled queries (benchmark queries.jsonl): adds never-retrieved tools, confusions and per-tool accuracy.",
+)
+@click.option(
+    "-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True, help="Top-K for the query checks."
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    default=0.85,
+    show_default=True,
+    help="Cosine above which two tools are a confusable pair.",
+)
+@click.option(
+    "--no-embeddings", is_flag=True, help="Static checks only: no model, no confusable pairs, no query checks."
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(["error", "warning", "info"]),
+    default="error",
+    show_default=True,
+    help="Exit 1 when a finding is this severe or worse.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--dialect", type=click.Choice(DIALECTS), default="auto", show_default=True)
-def lint(catalog: Path, queries: Path | None, k: int, threshold: float, no_embeddings: bool, fail_on: str, as_json: bool, dialect: str) -> None:
+def lint(
+    catalog: Path,
+    queries: Path | None,
+    k: int,
+    threshold: float,
+    no_embeddings: bool,
+    fail_on: str,
+    as_json: bool,
+    dialect: str,
+) -> None:
     """Find what makes CATALOG's tools hard to route or costly to send, each with a fix."""
     from toolsift.curation import lint_catalog
 
@@ -228,13 +376,18 @@ def lint(catalog: Path, queries: Path | None, k: int, threshold: float, no_embed
         sys.stdout.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         for finding in report.findings:
-            click.echo(f"{finding.severity:<7}  {finding.code:<30}  {', '.join(finding.tools) or 'the catalog'}: {finding.message}")
+            click.echo(
+                f"{finding.severity:<7}  {finding.code:<30}  {', '.join(finding.tools) or 'the catalog'}: {finding.message}"
+            )
             click.echo(f"{'':<9}{'':<32}fix: {finding.suggestion}")
         if report.per_tool_accuracy:
             worst = sorted(report.per_tool_accuracy.items(), key=lambda item: (item[1][f"recall@{k}"], item[0]))[:5]
-            click.echo(f"least accurate tools (recall@{k} over their queries): " + ", ".join(
-                f"{name} {scores[f'recall@{k}']:.2f} ({scores['queries']:.0f} queries)" for name, scores in worst
-            ))
+            click.echo(
+                f"least accurate tools (recall@{k} over their queries): "
+                + ", ".join(
+                    f"{name} {scores[f'recall@{k}']:.2f} ({scores['queries']:.0f} queries)" for name, scores in worst
+                )
+            )
         counts = report.counts()
         costly = sorted(report.schema_tokens.items(), key=lambda item: -item[1])[:3]
         click.echo(
@@ -259,7 +412,12 @@ def validate(catalog: Path, dialect: str) -> None:
 
 
 @main.command()
-@click.option("--index", "index_path", type=click.Path(path_type=Path), help="Index folder [default: TOOLSIFT_INDEX_PATH or var/index].")
+@click.option(
+    "--index",
+    "index_path",
+    type=click.Path(path_type=Path),
+    help="Index folder [default: TOOLSIFT_INDEX_PATH or var/index].",
+)
 @click.option("--tag", "tags", multiple=True, help="Only tools with this tag (repeatable: any of them).")
 def tools(index_path: Path | None, tags: tuple[str, ...]) -> None:
     """List the names (and tags) of the indexed tools, by name: what --pin and tag rules can name."""

@@ -24,7 +24,6 @@ class ToolsiftError(Exception):
     """Base class: catch this to handle any toolsift error."""
 
 
-
 class InputFileError(ToolsiftError):
     """A file (or an entry of one) that the user wrote is malformed; the message names the file,
     the entry and the field, and says the fix."""
@@ -82,7 +81,6 @@ class SettingsError(ToolsiftError):
 class EmbedderUnavailable(ToolsiftError):
     """The embedding model cannot be loaded (missing package, unknown name)."""
 
-
     def __init__(self, model: str, reason: str, fix: str) -> None:
         self.model = model
         super().__init__(f"embedding model '{model}' is unavailable: {reason}. {fix}")
@@ -90,7 +88,6 @@ class EmbedderUnavailable(ToolsiftError):
 
 class IndexMismatch(ToolsiftError):
     """A saved index does not fit the catalog, model or code it is loaded with."""
-
 
     def __init__(self, path: str | None, what: str, expected: object, actual: object) -> None:
         """``path`` is the index folder, or None for an index built in memory."""
@@ -113,12 +110,10 @@ class IndexMismatch(ToolsiftError):
 class IndexNotFound(ToolsiftError):
     """No saved index at the given path, or it is missing files."""
 
-
     def __init__(self, path: str, missing: str) -> None:
         self.path = path
         super().__init__(
-            f"no usable index at {path}: {missing} is missing. "
-            f"Build one first: toolsift build CATALOG --out {path}"
+            f"no usable index at {path}: {missing} is missing. Build one first: toolsift build CATALOG --out {path}"
         )
 
 
@@ -143,8 +138,7 @@ class UnknownTool(ToolsiftError):
         close = get_close_matches(name, list(known), n=3)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         super().__init__(
-            f"{field}: no tool named '{name}' in the catalog.{hint} GET /tools (or `toolsift tools`) "
-            "lists the names"
+            f"{field}: no tool named '{name}' in the catalog.{hint} GET /tools (or `toolsift tools`) lists the names"
         )
 
 
@@ -159,7 +153,6 @@ class InvalidQuery(ToolsiftError):
 class AdminDisabled(ToolsiftError):
     """Admin endpoints are off because no admin token is configured."""
 
-
     def __init__(self) -> None:
         super().__init__(
             "admin endpoints are off: no admin token is set. Start the service with "
@@ -170,14 +163,12 @@ class AdminDisabled(ToolsiftError):
 class Unauthorized(ToolsiftError):
     """An admin request without the right token."""
 
-
     def __init__(self) -> None:
         super().__init__("missing or wrong admin token: send 'Authorization: Bearer <TOOLSIFT_ADMIN_TOKEN>'")
 
 
 class CatalogManagedElsewhere(ToolsiftError):
     """A catalog edit was sent to a service whose catalog comes from MCP servers."""
-
 
     def __init__(self) -> None:
         super().__init__(
@@ -189,7 +180,6 @@ class CatalogManagedElsewhere(ToolsiftError):
 class ReloadFailed(ToolsiftError):
     """Fetching or indexing the new tools failed; the previous catalog keeps serving."""
 
-
     def __init__(self, reason: str) -> None:
         super().__init__(f"reload failed, the previous catalog is still serving: {reason}")
 
@@ -197,14 +187,12 @@ class ReloadFailed(ToolsiftError):
 class TenantUnauthorized(ToolsiftError):
     """A request without a valid tenant API key, once tenants are configured."""
 
-
     def __init__(self) -> None:
         super().__init__("missing or unknown API key: send 'Authorization: Bearer <your tenant key>'")
 
 
 class NotReady(ToolsiftError):
     """The service has no index loaded yet."""
-
 
     def __init__(self) -> None:
         super().__init__("the index is not loaded yet; retry in a moment")

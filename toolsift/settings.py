@@ -102,7 +102,9 @@ class Settings:
         """How the router ranks, as these settings say."""
         from toolsift.router import RankingConfig
 
-        return RankingConfig(self.lexical_weight, split_intents=self.split_intents, intent_min_score=self.intent_min_score)
+        return RankingConfig(
+            self.lexical_weight, split_intents=self.split_intents, intent_min_score=self.intent_min_score
+        )
 
 
 def _number_in(low: float, high: float) -> Callable[[Any], bool]:

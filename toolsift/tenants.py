@@ -100,7 +100,9 @@ class Tenants:
 def parse_tenants(document: Any, source: str = "<data>") -> Tenants:
     entries = document.get("tenants") if isinstance(document, dict) else None
     if not isinstance(entries, dict) or not entries:
-        raise TenantsFileError("no tenants listed", source=source, fix="Add a 'tenants' mapping: name -> {key_sha256, tags}")
+        raise TenantsFileError(
+            "no tenants listed", source=source, fix="Add a 'tenants' mapping: name -> {key_sha256, tags}"
+        )
     specs = []
     for name, entry in entries.items():
         try:
@@ -108,7 +110,9 @@ def parse_tenants(document: Any, source: str = "<data>") -> Tenants:
         except ValidationError as error:
             first = error.errors()[0]
             raise TenantsFileError(
-                first["msg"], source=source, entry=f"tenant '{name}'",
+                first["msg"],
+                source=source,
+                entry=f"tenant '{name}'",
                 field=".".join(str(p) for p in first["loc"]) or None,
                 fix="Each tenant needs key_sha256 (or key) and may have tags, access, tools",
             ) from None

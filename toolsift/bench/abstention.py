@@ -25,7 +25,9 @@ from toolsift.router import Router
 THRESHOLDS = (0.0, 2.0, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0)
 
 
-def run_abstention(dataset: Dataset, router: Router, k: int = 5, thresholds: Sequence[float] = THRESHOLDS) -> dict[str, Any]:
+def run_abstention(
+    dataset: Dataset, router: Router, k: int = 5, thresholds: Sequence[float] = THRESHOLDS
+) -> dict[str, Any]:
     everything = np.arange(len(dataset.catalog), dtype=np.int64)
     answerable: list[tuple[float, bool]] = []  # (top score, a relevant tool in the top k)
     no_tool: list[float] = []
@@ -82,7 +84,9 @@ def abstention_table(results: Sequence[dict[str, Any]]) -> str:
             + (f" / {row['abstained_native']:.2f}" if "abstained_native" in row else "")
             for row in result["rows"]
         ]
-        count = f"{result['queries']}" + (f" + {result['no_tool_queries']} no-tool" if result.get("no_tool_queries") else "")
+        count = f"{result['queries']}" + (
+            f" + {result['no_tool_queries']} no-tool" if result.get("no_tool_queries") else ""
+        )
         lines.append(f"| {result['dataset']} | {count} | " + " | ".join(cells) + " |")
     legend = "hit rate kept on answerable queries / share of no-tool queries (relevant tools taken out) answered with nothing"
     if native:

@@ -126,7 +126,8 @@ def run_accuracy(
         shared.embed_queries(texts)
         seconds = time.perf_counter() - started
         result.timings["query-embedding"] = {
-            "build_s": 0.0, "rank_s": round(seconds, 3),
+            "build_s": 0.0,
+            "rank_s": round(seconds, 3),
             "ms_per_query": round(1000 * seconds / max(1, len(texts)), 3),
         }
     recalls: dict[str, dict[int, list[float]]] = {}
@@ -151,9 +152,16 @@ def run_accuracy(
                 recalls[method.name] = {k: values[("recall", k)] for k in ks}
             for (metric, k), scores in values.items():
                 result.rows.append(
-                    {"dataset": dataset.name, "method": method.name, "lang": lang, "metric": metric,
-                     "k": k, "value": round(mean(scores), 4), "ci95": round(interval95(scores), 4),
-                     "queries": len(members)}
+                    {
+                        "dataset": dataset.name,
+                        "method": method.name,
+                        "lang": lang,
+                        "metric": metric,
+                        "k": k,
+                        "value": round(mean(scores), 4),
+                        "ci95": round(interval95(scores), 4),
+                        "queries": len(members),
+                    }
                 )
         if count_tokens and method.name == "toolsift":
             result.tokens = token_savings(dataset, rankings, ks)
@@ -175,11 +183,18 @@ def paired_comparisons(
             continue
         for k in ks:
             differences = [a - b for a, b in zip(recalls[method][k], theirs[k], strict=True)]
-            comparisons.append({
-                "dataset": dataset, "method": method, "baseline": baseline, "metric": "recall", "k": k,
-                "difference": round(mean(differences), 4), "ci95": round(interval95(differences), 4),
-                "queries": len(differences),
-            })
+            comparisons.append(
+                {
+                    "dataset": dataset,
+                    "method": method,
+                    "baseline": baseline,
+                    "metric": "recall",
+                    "k": k,
+                    "difference": round(mean(differences), 4),
+                    "ci95": round(interval95(differences), 4),
+                    "queries": len(differences),
+                }
+            )
     return comparisons
 
 

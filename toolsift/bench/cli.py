@@ -29,11 +29,16 @@ def dataset_folders(function: Command) -> Command:
     ``folders``: the dataset folders to run, in the order given."""
 
     @click.option(
-        "--dataset", "dataset_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
+        "--dataset",
+        "dataset_dirs",
+        multiple=True,
+        type=click.Path(path_type=Path, file_okay=False),
         help="A dataset folder holding tools.jsonl and queries.jsonl (repeatable).",
     )
     @click.option(
-        "--datasets", "datasets_root", type=click.Path(path_type=Path, file_okay=False),
+        "--datasets",
+        "datasets_root",
+        type=click.Path(path_type=Path, file_okay=False),
         help="Run every dataset folder under this one.",
     )
     @functools.wraps(function)
@@ -101,7 +106,9 @@ def dataset_pairs(folders: list[Path], tools: Path | None, queries: Path | None)
 @dataset_folders
 @click.option("--k", "ks", default="1,3,5,10", show_default=True, help="Comma-separated cut-offs.")
 @click.option(
-    "--methods", default="toolsift,toolsift-whole,dense,bm25,bm25-cjk,random", show_default=True,
+    "--methods",
+    default="toolsift,toolsift-whole,dense,bm25,bm25-cjk,random",
+    show_default=True,
     help="Comma-separated methods to compare (toolsift-whole: without splitting multi-part queries; bm25-cjk "
     "runs only where queries are CJK text).",
 )
@@ -109,13 +116,23 @@ def dataset_pairs(folders: list[Path], tools: Path | None, queries: Path | None)
 @model_option
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write the results here as JSON.")
 @click.option(
-    "--report", "report_dir", type=click.Path(path_type=Path, file_okay=False),
+    "--report",
+    "report_dir",
+    type=click.Path(path_type=Path, file_okay=False),
     help="Write report.md, report.html and PNG plots here.",
 )
 @no_cache_option
 def bench(
-    tools: Path | None, queries: Path | None, folders: list[Path], ks: str, methods: str, limit: int | None,
-    model: str | None, json_path: Path | None, report_dir: Path | None, no_cache: bool,
+    tools: Path | None,
+    queries: Path | None,
+    folders: list[Path],
+    ks: str,
+    methods: str,
+    limit: int | None,
+    model: str | None,
+    json_path: Path | None,
+    report_dir: Path | None,
+    no_cache: bool,
 ) -> None:
     """Measure selection accuracy of toolsift and baselines (BM25, dense, random) on labelled queries."""
     from toolsift.bench.runner import results_document, run_benchmarks, write_accuracy_report
@@ -125,8 +142,12 @@ def bench(
     settings = Settings.from_env(None, model=model)
     command = command_line("bench")
     results = run_benchmarks(
-        datasets, settings.model, cutoffs, [m.strip() for m in methods.split(",") if m.strip()],
-        None if no_cache else settings.open_cache(), click.echo,
+        datasets,
+        settings.model,
+        cutoffs,
+        [m.strip() for m in methods.split(",") if m.strip()],
+        None if no_cache else settings.open_cache(),
+        click.echo,
     )
     if json_path:
         write_figures(json_path, results_document(results, settings.model, cutoffs, command))
@@ -136,7 +157,13 @@ def bench(
 
 @click.command("abstention-bench")
 @dataset_folders
-@click.option("--limit", type=click.IntRange(1, 1_000_000), default=500, show_default=True, help="Seeded sample of queries per dataset.")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 1_000_000),
+    default=500,
+    show_default=True,
+    help="Seeded sample of queries per dataset.",
+)
 @click.option("-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True)
 @model_option
 @json_option
@@ -151,25 +178,54 @@ def abstention_bench(folders: list[Path], limit: int, k: int, model: str | None,
         dataset = _load(folder).sample(limit)
         results.append(run_abstention(dataset, router_for(dataset.catalog, settings), k))
     click.echo(abstention_table(results))
-    write_figures(json_path, {
-        "schema": "toolsift-abstention/1", "model": settings.model, "command": command_line("abstention-bench"),
-        "results": results,
-    })
+    write_figures(
+        json_path,
+        {
+            "schema": "toolsift-abstention/1",
+            "model": settings.model,
+            "command": command_line("abstention-bench"),
+            "results": results,
+        },
+    )
 
 
 @click.command("sessions-bench")
 @dataset_folders
-@click.option("--sessions", "session_count", type=click.IntRange(1, 100000), default=200, show_default=True, help="Sessions per dataset.")
+@click.option(
+    "--sessions",
+    "session_count",
+    type=click.IntRange(1, 100000),
+    default=200,
+    show_default=True,
+    help="Sessions per dataset.",
+)
 @click.option("--turns", type=click.IntRange(2, 1000), default=8, show_default=True, help="Turns per session.")
-@click.option("-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True, help="Tools routed per turn.")
-@click.option("--follow-up", type=click.FloatRange(0, 1), default=0.6, show_default=True, help="Chance a turn continues an earlier turn's task (shares a needed tool).")
-@click.option("--cap", type=click.IntRange(1, 10000), default=64, show_default=True, help="Session cap (tools) before a reset.")
+@click.option(
+    "-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True, help="Tools routed per turn."
+)
+@click.option(
+    "--follow-up",
+    type=click.FloatRange(0, 1),
+    default=0.6,
+    show_default=True,
+    help="Chance a turn continues an earlier turn's task (shares a needed tool).",
+)
+@click.option(
+    "--cap", type=click.IntRange(1, 10000), default=64, show_default=True, help="Session cap (tools) before a reset."
+)
 @model_option
 @json_option
 @no_cache_option
 def sessions_bench(
-    folders: list[Path], session_count: int, turns: int, k: int, follow_up: float, cap: int, model: str | None,
-    json_path: Path | None, no_cache: bool,
+    folders: list[Path],
+    session_count: int,
+    turns: int,
+    k: int,
+    follow_up: float,
+    cap: int,
+    model: str | None,
+    json_path: Path | None,
+    no_cache: bool,
 ) -> None:
     """Measure prompt-cache stability over multi-turn sessions: sticky sessions vs per-query Top-K."""
     from toolsift.bench.sessions import SessionPlan, run_sessions, sessions_table
@@ -185,20 +241,47 @@ def sessions_bench(
         router = router_for(dataset.catalog, settings, no_cache)
         results.append(run_sessions(dataset, router, plan, SchemaTokens(dataset.catalog)))
         click.echo(sessions_table(results[-1:]))
-    write_figures(json_path, {
-        "schema": "toolsift-sessions/1", "model": settings.model, "command": command_line("sessions-bench"),
-        "results": results,
-    })
+    write_figures(
+        json_path,
+        {
+            "schema": "toolsift-sessions/1",
+            "model": settings.model,
+            "command": command_line("sessions-bench"),
+            "results": results,
+        },
+    )
 
 
 @click.command()
-@click.option("--sizes", default="1000,10000,100000", show_default=True, help="Comma-separated catalog sizes (synthetic tools).")
-@click.option("--queries", "query_count", type=click.IntRange(10, 100000), default=200, show_default=True, help="Timed queries per size (in-process and over HTTP each).")
-@click.option("--kind", type=click.Choice(INDEX_KINDS), default="auto", show_default=True, help="Index kind the router uses (auto: flat up to 20,000 tools, hnsw above).")
+@click.option(
+    "--sizes", default="1000,10000,100000", show_default=True, help="Comma-separated catalog sizes (synthetic tools)."
+)
+@click.option(
+    "--queries",
+    "query_count",
+    type=click.IntRange(10, 100000),
+    default=200,
+    show_default=True,
+    help="Timed queries per size (in-process and over HTTP each).",
+)
+@click.option(
+    "--kind",
+    type=click.Choice(INDEX_KINDS),
+    default="auto",
+    show_default=True,
+    help="Index kind the router uses (auto: flat up to 20,000 tools, hnsw above).",
+)
 @model_option
 @json_option
-@click.option("--report", "report_dir", type=click.Path(path_type=Path, file_okay=False), help="Write performance.md/.html and a latency plot here.")
-def perf(sizes: str, query_count: int, kind: str, model: str | None, json_path: Path | None, report_dir: Path | None) -> None:
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Write performance.md/.html and a latency plot here.",
+)
+def perf(
+    sizes: str, query_count: int, kind: str, model: str | None, json_path: Path | None, report_dir: Path | None
+) -> None:
     """Measure build throughput, route latency (in-process, HTTP) and memory at several catalog sizes."""
     from toolsift.bench.performance import run_sizes
     from toolsift.bench.report import performance_tables, write_performance_report

@@ -80,12 +80,12 @@ def load_queries(path: str | Path, catalog: Catalog) -> tuple[Query, ...]:
         if unknown:
             raise CatalogError(
                 f"names tools that are not in the catalog: {', '.join(unknown[:5])}",
-                source=source, entry=where, field="relevant",
+                source=source,
+                entry=where,
+                field="relevant",
                 fix="Every relevant name must be a tool name in tools.jsonl",
             )
-        queries.append(
-            Query(str(record.get("id", number)), text, tuple(relevant), str(record.get("lang") or "und"))
-        )
+        queries.append(Query(str(record.get("id", number)), text, tuple(relevant), str(record.get("lang") or "und")))
     return tuple(queries)
 
 
@@ -97,6 +97,7 @@ def load_dataset(tools: str | Path, queries: str | Path, name: str | None = None
 def find_datasets(root: str | Path) -> list[Path]:
     """Folders under root holding both tools.jsonl and queries.jsonl, sorted by name."""
     return sorted(
-        folder for folder in Path(root).iterdir()
+        folder
+        for folder in Path(root).iterdir()
         if (folder / "tools.jsonl").is_file() and (folder / "queries.jsonl").is_file()
     )

@@ -28,8 +28,12 @@ class ToolsiftMethod:
     ``toolsift-whole``: without splitting multi-part queries, to measure what that adds)."""
 
     def __init__(
-        self, catalog: Catalog, embedder: Embedder, cache: EmbeddingCache | None = None,
-        ranking: RankingConfig | None = None, name: str = "toolsift",
+        self,
+        catalog: Catalog,
+        embedder: Embedder,
+        cache: EmbeddingCache | None = None,
+        ranking: RankingConfig | None = None,
+        name: str = "toolsift",
     ) -> None:
         self.name = name
         self.router = Router.build(catalog, embedder, cache=cache, ranking=ranking)
@@ -44,7 +48,7 @@ class ToolsiftMethod:
         self.refused = len(queries) - len(accepted)
         ranked: dict[str, list[str]] = {}
         for start in range(0, len(accepted), CHUNK):
-            chunk = accepted[start:start + CHUNK]
+            chunk = accepted[start : start + CHUNK]
             ranked.update(zip(chunk, (result.names for result in self.router.route_many(chunk, depth)), strict=True))
         return [ranked.get(text, []) for text in queries]
 

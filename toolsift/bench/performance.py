@@ -34,8 +34,12 @@ ENCODE_SAMPLE = 2000
 def _percentiles(samples: Sequence[float]) -> dict[str, float]:
     ordered = sorted(samples)
     cuts = statistics.quantiles(ordered, n=100, method="inclusive")
-    return {"p50": round(cuts[49], 3), "p95": round(cuts[94], 3), "p99": round(cuts[98], 3),
-            "mean": round(statistics.fmean(ordered), 3)}
+    return {
+        "p50": round(cuts[49], 3),
+        "p95": round(cuts[94], 3),
+        "p99": round(cuts[98], 3),
+        "mean": round(statistics.fmean(ordered), 3),
+    }
 
 
 def _peak_rss_mib() -> float:
@@ -130,6 +134,7 @@ def measure_multi_step(router: Router, count: int) -> dict[str, Any]:
     split_ms: list[float] = []
     whole_ms: list[float] = []
     for number, query in enumerate(multi[:count]):
+
         def time_split(text: str = query) -> None:
             split_ms.append(_timed_ms(lambda: router.route(text, 5)))
 
@@ -227,7 +232,9 @@ def run_sizes(sizes: Sequence[int], queries: int, kind: str, model: str, echo: C
         echo(f"measuring {size:,} tools ({kind}) ...")
         completed = subprocess.run(
             [sys.executable, "-m", "toolsift.bench.performance", str(size), str(queries), kind, model],
-            capture_output=True, text=True, check=False,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if completed.returncode != 0:
             raise RuntimeError(f"performance run for {size} tools failed:\n{completed.stderr[-3000:]}")

@@ -9,8 +9,17 @@ from typing import Any
 
 from toolsift.bench.accuracy import DatasetResult
 
-HEADLINE = [("recall", 1), ("recall", 3), ("recall", 5), ("recall", 10), ("hit", 1), ("hit", 5),
-            ("complete", 5), ("ndcg", 10), ("mrr", None)]
+HEADLINE = [
+    ("recall", 1),
+    ("recall", 3),
+    ("recall", 5),
+    ("recall", 10),
+    ("hit", 1),
+    ("hit", 5),
+    ("complete", 5),
+    ("ndcg", 10),
+    ("mrr", None),
+]
 LABELS = {"recall": "R", "hit": "Hit", "complete": "C", "ndcg": "NDCG", "mrr": "MRR"}
 
 
@@ -68,7 +77,8 @@ def _intervals_line(result: DatasetResult, k: int) -> str:
     """toolsift's recall@k with its 95% interval, and its paired difference with each method."""
     differences = ", ".join(
         f"{entry['baseline']} {entry['difference']:+.3f} ± {entry['ci95']:.3f}"
-        for entry in result.comparisons if entry["k"] == k and entry["baseline"] != "random"
+        for entry in result.comparisons
+        if entry["k"] == k and entry["baseline"] != "random"
     )
     line = (
         f"95% intervals over the {result.queries} queries: toolsift R@{k} "
@@ -94,7 +104,7 @@ def performance_tables(perf: dict[str, Any]) -> str:
     if all("multi_step_route_ms" in row for row in perf["sizes"]):
         lines += [
             "",
-            "Three-step requests (\"please A. Then please B. Finally, please C.\"), routed with multi-part "
+            'Three-step requests ("please A. Then please B. Finally, please C."), routed with multi-part '
             "splitting (the default: the request embedded, then its three parts in one batch, each part ranked too) "
             "and as one text, interleaved:",
             "",
@@ -154,7 +164,11 @@ def plot_latency(perf: dict[str, Any], folder: Path) -> Path:
 
     sizes = [row["tools"] for row in perf["sizes"]]
     figure, axes = plt.subplots(figsize=(6, 4))
-    for key, label in (("route_ms", "route, in-process"), ("http_ms", "route over HTTP"), ("embed_ms", "bare query embedding")):
+    for key, label in (
+        ("route_ms", "route, in-process"),
+        ("http_ms", "route over HTTP"),
+        ("embed_ms", "bare query embedding"),
+    ):
         axes.plot(sizes, [row[key]["p50"] for row in perf["sizes"]], marker="o", label=f"{label} p50")
         axes.plot(sizes, [row[key]["p95"] for row in perf["sizes"]], marker=".", linestyle="--", label=f"{label} p95")
     axes.set(xscale="log", title="Latency vs catalog size", xlabel="tools in catalog", ylabel="ms")
@@ -190,11 +204,13 @@ def write_performance_report(folder: Path, perf: dict[str, Any]) -> Path:
 
 def _to_html(title: str, markdown: str, images: Sequence[Path]) -> str:
     """Minimal Markdown (headings, tables, paragraphs) to HTML; enough for our own tables."""
-    out = [f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>",
-           "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
-           "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;"
-           "text-align:right}td:first-child,th:first-child{text-align:left}</style>",
-           f"<h1>{html.escape(title)}</h1>"]
+    out = [
+        f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>",
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
+        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;"
+        "text-align:right}td:first-child,th:first-child{text-align:left}</style>",
+        f"<h1>{html.escape(title)}</h1>",
+    ]
     rows: list[list[str]] = []
 
     def flush() -> None:

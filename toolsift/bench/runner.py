@@ -47,9 +47,7 @@ def results_document(results: Sequence[DatasetResult], model: str, ks: Sequence[
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": command,
         "ks": list(ks),
-        "datasets": [
-            {key: value for key, value in asdict(result).items() if key != "rows"} for result in results
-        ],
+        "datasets": [{key: value for key, value in asdict(result).items() if key != "rows"} for result in results],
         "results": [row for result in results for row in result.rows],
     }
 

@@ -85,7 +85,8 @@ def run_sessions(dataset: Dataset, router: Router, plan: SessionPlan, tokens: Sc
     if not usable:
         raise CatalogError(
             "has no query with a relevant tool (within the router's length limit) to build sessions from",
-            source=dataset.name, fix="Sessions need labelled queries: give some queries a 'relevant' tool",
+            source=dataset.name,
+            fix="Sessions need labelled queries: give some queries a 'relevant' tool",
         )
     sessions = build_sessions(usable, plan)
     texts = list(dict.fromkeys(query.text for session in sessions for query in session))
@@ -102,7 +103,9 @@ def run_sessions(dataset: Dataset, router: Router, plan: SessionPlan, tokens: Sc
                 "top-k canonical": [tool.name for tool in result.tools],
                 "sticky": _names(store.advance(f"s{number}", result.tools, router.catalog).tools),
                 "sticky outranking": _names(
-                    lazy.advance(f"s{number}", result.tools, router.catalog, ranked=result.names, policy="outranking").tools
+                    lazy.advance(
+                        f"s{number}", result.tools, router.catalog, ranked=result.names, policy="outranking"
+                    ).tools
                 ),
             }
             for method, names in arrays.items():

@@ -32,9 +32,7 @@ def load_catalog(path: str | Path, *, dialect: Dialect = "auto") -> Catalog:
     path = Path(path)
     source = str(path)
     if not path.is_file():
-        raise CatalogError(
-            "file not found", source=source, fix="Pass the path of a .json, .jsonl or .yaml catalog"
-        )
+        raise CatalogError("file not found", source=source, fix="Pass the path of a .json, .jsonl or .yaml catalog")
     suffix = path.suffix.lower()
     text = path.read_bytes()
     if suffix in (".jsonl", ".ndjson"):
@@ -52,9 +50,7 @@ def load_catalog(path: str | Path, *, dialect: Dialect = "auto") -> Catalog:
     return Catalog(_tools_from_entries(entries, source, dialect), source=source)
 
 
-def parse_catalog(
-    data: Any, *, source: str = "<data>", dialect: Dialect = "auto"
-) -> Catalog:
+def parse_catalog(data: Any, *, source: str = "<data>", dialect: Dialect = "auto") -> Catalog:
     """Build a catalog from already-parsed data: a list of tool dicts or ``{"tools": [...]}``."""
     entries = _entries_from_document(data, source, "entry")
     return Catalog(_tools_from_entries(entries, source, dialect), source=source)
@@ -147,9 +143,7 @@ def _entries_from_document(document: Any, source: str, label: str) -> list[tuple
 # -- converting entries --------------------------------------------------------------------
 
 
-def _tools_from_entries(
-    entries: Iterable[tuple[str, Any]], source: str, dialect: Dialect
-) -> Iterator[Tool]:
+def _tools_from_entries(entries: Iterable[tuple[str, Any]], source: str, dialect: Dialect) -> Iterator[Tool]:
     if dialect not in DIALECTS:
         raise CatalogError(f"unknown dialect '{dialect}'", fix=f"Use one of {', '.join(DIALECTS)}")
     for where, entry in entries:
@@ -158,9 +152,7 @@ def _tools_from_entries(
 
 def _tool_from_entry(entry: Any, source: str, where: str, dialect: Dialect) -> Tool:
     if not isinstance(entry, Mapping):
-        raise CatalogError(
-            f"expected a JSON object, got {type(entry).__name__}", source=source, entry=where
-        )
+        raise CatalogError(f"expected a JSON object, got {type(entry).__name__}", source=source, entry=where)
     name = entry.get("name") or (entry.get("function") or {}).get("name")
     if name:
         where = f"{where} (tool '{name}')"

@@ -103,9 +103,7 @@ class Tool(BaseModel):
 
     def canonical_json(self) -> bytes:
         """Bytes that are identical for identical tools, whatever order their keys came in."""
-        return orjson.dumps(
-            self.model_dump(mode="json", exclude_defaults=True), option=orjson.OPT_SORT_KEYS
-        )
+        return orjson.dumps(self.model_dump(mode="json", exclude_defaults=True), option=orjson.OPT_SORT_KEYS)
 
 
 class Catalog:
@@ -183,7 +181,7 @@ def _check_keys_are_strings(value: Any, path: str) -> None:
             if not isinstance(key, str):
                 raise ValueError(
                     f"key {key!r} under {path} is a {type(key).__name__}, not a string; in YAML, "
-                    "quote keys such as \"on\", \"off\", \"yes\", \"no\" and numbers"
+                    'quote keys such as "on", "off", "yes", "no" and numbers'
                 )
             _check_keys_are_strings(item, f"{path}.{key}")
     elif isinstance(value, list):
@@ -220,4 +218,3 @@ def _collect_descriptions(schema: Any, found: list[str], depth: int = 0) -> None
             found.append(", ".join(str(choice) for choice in choices))
         _collect_descriptions(spec, found, depth + 1)
         _collect_descriptions(spec.get("items"), found, depth + 1)
-

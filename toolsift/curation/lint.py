@@ -36,7 +36,285 @@ little, and the lexical side has to carry the ranking."""
 
 # Verbs tool names commonly start with; a name whose first word is none of these is flagged (info).
 VERBS = frozenset(
-    ["accept", "activate", "add", "adjust", "aggregate", "allocate", "analyze", "analyse", "annotate", "append", "apply", "approve", "archive", "assign", "attach", "audit", "authenticate", "authorize", "backup", "ban", "batch", "block", "book", "browse", "build", "bulk", "calculate", "call", "cancel", "capture", "change", "charge", "chat", "check", "checkout", "classify", "clean", "clear", "clone", "close", "collect", "combine", "comment", "commit", "compare", "compile", "complete", "compose", "compress", "compute", "configure", "confirm", "connect", "convert", "copy", "count", "crawl", "create", "crop", "deactivate", "debug", "decline", "decode", "decrypt", "deduplicate", "delete", "deploy", "describe", "detect", "diff", "disable", "disconnect", "dismiss", "download", "draft", "draw", "duplicate", "edit", "embed", "enable", "encode", "encrypt", "end", "enqueue", "enrich", "escalate", "estimate", "evaluate", "execute", "exchange", "explain", "export", "extract", "fetch", "file", "fill", "filter", "find", "finish", "flag", "follow", "forecast", "fork", "format", "forward", "generate", "geocode", "get", "grant", "group", "hide", "highlight", "identify", "import", "index", "inspect", "install", "invite", "invoke", "issue", "join", "kill", "label", "launch", "link", "list", "load", "locate", "lock", "log", "login", "logout", "look", "lookup", "manage", "map", "mark", "measure", "merge", "migrate", "monitor", "mount", "move", "mute", "navigate", "normalize", "notify", "obtain", "open", "optimize", "order", "pause", "pay", "ping", "pin", "place", "plan", "play", "plot", "poll", "post", "predict", "preview", "print", "process", "publish", "pull", "purchase", "push", "query", "queue", "rank", "rate", "read", "reboot", "recommend", "reconcile", "record", "redact", "redeem", "refresh", "refund", "register", "reject", "release", "reload", "remind", "remove", "rename", "render", "renew", "reopen", "reorder", "replace", "reply", "report", "request", "reschedule", "reserve", "reset", "resize", "resolve", "restart", "restore", "resume", "retrieve", "return", "revert", "review", "revoke", "rollback", "rotate", "route", "run", "save", "scale", "scan", "schedule", "score", "scrape", "search", "select", "send", "set", "share", "show", "shorten", "sign", "simulate", "skip", "snooze", "sort", "split", "start", "stop", "store", "stream", "submit", "subscribe", "suggest", "summarize", "summarise", "suspend", "sync", "tag", "take", "test", "trace", "track", "trade", "train", "transcribe", "transfer", "transform", "translate", "trigger", "truncate", "tune", "unarchive", "unblock", "unfollow", "uninstall", "unlock", "unmute", "unpin", "unsubscribe", "update", "upgrade", "upload", "validate", "verify", "view", "visualize", "vote", "watch", "write", "zip"]
+    [
+        "accept",
+        "activate",
+        "add",
+        "adjust",
+        "aggregate",
+        "allocate",
+        "analyze",
+        "analyse",
+        "annotate",
+        "append",
+        "apply",
+        "approve",
+        "archive",
+        "assign",
+        "attach",
+        "audit",
+        "authenticate",
+        "authorize",
+        "backup",
+        "ban",
+        "batch",
+        "block",
+        "book",
+        "browse",
+        "build",
+        "bulk",
+        "calculate",
+        "call",
+        "cancel",
+        "capture",
+        "change",
+        "charge",
+        "chat",
+        "check",
+        "checkout",
+        "classify",
+        "clean",
+        "clear",
+        "clone",
+        "close",
+        "collect",
+        "combine",
+        "comment",
+        "commit",
+        "compare",
+        "compile",
+        "complete",
+        "compose",
+        "compress",
+        "compute",
+        "configure",
+        "confirm",
+        "connect",
+        "convert",
+        "copy",
+        "count",
+        "crawl",
+        "create",
+        "crop",
+        "deactivate",
+        "debug",
+        "decline",
+        "decode",
+        "decrypt",
+        "deduplicate",
+        "delete",
+        "deploy",
+        "describe",
+        "detect",
+        "diff",
+        "disable",
+        "disconnect",
+        "dismiss",
+        "download",
+        "draft",
+        "draw",
+        "duplicate",
+        "edit",
+        "embed",
+        "enable",
+        "encode",
+        "encrypt",
+        "end",
+        "enqueue",
+        "enrich",
+        "escalate",
+        "estimate",
+        "evaluate",
+        "execute",
+        "exchange",
+        "explain",
+        "export",
+        "extract",
+        "fetch",
+        "file",
+        "fill",
+        "filter",
+        "find",
+        "finish",
+        "flag",
+        "follow",
+        "forecast",
+        "fork",
+        "format",
+        "forward",
+        "generate",
+        "geocode",
+        "get",
+        "grant",
+        "group",
+        "hide",
+        "highlight",
+        "identify",
+        "import",
+        "index",
+        "inspect",
+        "install",
+        "invite",
+        "invoke",
+        "issue",
+        "join",
+        "kill",
+        "label",
+        "launch",
+        "link",
+        "list",
+        "load",
+        "locate",
+        "lock",
+        "log",
+        "login",
+        "logout",
+        "look",
+        "lookup",
+        "manage",
+        "map",
+        "mark",
+        "measure",
+        "merge",
+        "migrate",
+        "monitor",
+        "mount",
+        "move",
+        "mute",
+        "navigate",
+        "normalize",
+        "notify",
+        "obtain",
+        "open",
+        "optimize",
+        "order",
+        "pause",
+        "pay",
+        "ping",
+        "pin",
+        "place",
+        "plan",
+        "play",
+        "plot",
+        "poll",
+        "post",
+        "predict",
+        "preview",
+        "print",
+        "process",
+        "publish",
+        "pull",
+        "purchase",
+        "push",
+        "query",
+        "queue",
+        "rank",
+        "rate",
+        "read",
+        "reboot",
+        "recommend",
+        "reconcile",
+        "record",
+        "redact",
+        "redeem",
+        "refresh",
+        "refund",
+        "register",
+        "reject",
+        "release",
+        "reload",
+        "remind",
+        "remove",
+        "rename",
+        "render",
+        "renew",
+        "reopen",
+        "reorder",
+        "replace",
+        "reply",
+        "report",
+        "request",
+        "reschedule",
+        "reserve",
+        "reset",
+        "resize",
+        "resolve",
+        "restart",
+        "restore",
+        "resume",
+        "retrieve",
+        "return",
+        "revert",
+        "review",
+        "revoke",
+        "rollback",
+        "rotate",
+        "route",
+        "run",
+        "save",
+        "scale",
+        "scan",
+        "schedule",
+        "score",
+        "scrape",
+        "search",
+        "select",
+        "send",
+        "set",
+        "share",
+        "show",
+        "shorten",
+        "sign",
+        "simulate",
+        "skip",
+        "snooze",
+        "sort",
+        "split",
+        "start",
+        "stop",
+        "store",
+        "stream",
+        "submit",
+        "subscribe",
+        "suggest",
+        "summarize",
+        "summarise",
+        "suspend",
+        "sync",
+        "tag",
+        "take",
+        "test",
+        "trace",
+        "track",
+        "trade",
+        "train",
+        "transcribe",
+        "transfer",
+        "transform",
+        "translate",
+        "trigger",
+        "truncate",
+        "tune",
+        "unarchive",
+        "unblock",
+        "unfollow",
+        "uninstall",
+        "unlock",
+        "unmute",
+        "unpin",
+        "unsubscribe",
+        "update",
+        "upgrade",
+        "upload",
+        "validate",
+        "verify",
+        "view",
+        "visualize",
+        "vote",
+        "watch",
+        "write",
+        "zip",
+    ]
 )
 _GUIDANCE = re.compile(r"\b(use|used|when|instead|only|if|for|whenever|prefer|rather|unless)\b", re.IGNORECASE)
 _ENUM_HINT = re.compile(
@@ -92,7 +370,9 @@ def check_names(catalog: Catalog) -> Iterable[Finding]:
         key = split_identifier(tool.name)
         if key in seen:
             yield Finding(
-                "colliding-names", "warning", (seen[key], tool.name),
+                "colliding-names",
+                "warning",
+                (seen[key], tool.name),
                 f"'{seen[key]}' and '{tool.name}' differ only in case or separators",
                 "Keep one of them, or rename one so the names say how they differ",
             )
@@ -101,7 +381,9 @@ def check_names(catalog: Catalog) -> Iterable[Finding]:
         words = key.split()
         if len(words) < 2 or words[0] not in VERBS:
             yield Finding(
-                "name-not-verb-noun", "info", (tool.name,),
+                "name-not-verb-noun",
+                "info",
+                (tool.name,),
                 f"'{tool.name}' does not read as verb_noun",
                 f"Name it for the action and its object, e.g. get_{words[-1] if words else 'thing'} "
                 "or search_" + (words[-1] if words else "things"),
@@ -113,20 +395,27 @@ def check_descriptions(catalog: Catalog) -> Iterable[Finding]:
         text = tool.description.strip()
         if not text:
             yield Finding(
-                "empty-description", "error", (tool.name,), f"'{tool.name}' has no description",
+                "empty-description",
+                "error",
+                (tool.name,),
+                f"'{tool.name}' has no description",
                 "Describe what the tool does, what it returns, and when to use it: the router and the "
                 "model only see the name and this text",
             )
             continue
         if len(text.split()) < MIN_DESCRIPTION_WORDS:
             yield Finding(
-                "short-description", "warning", (tool.name,),
+                "short-description",
+                "warning",
+                (tool.name,),
                 f"'{tool.name}' is described in {len(text.split())} words: '{text}'",
                 "Say what it does, on what, what it returns and when to use it (one or two sentences)",
             )
         if not _GUIDANCE.search(text):
             yield Finding(
-                "no-usage-guidance", "info", (tool.name,),
+                "no-usage-guidance",
+                "info",
+                (tool.name,),
                 f"the description of '{tool.name}' never says when to use it",
                 "Add a clause such as 'Use when ...' or 'For X, use other_tool instead'",
             )
@@ -143,14 +432,18 @@ def check_parameters(catalog: Catalog) -> Iterable[Finding]:
             described = str(schema.get("description") or "").strip()
             if not described:
                 yield Finding(
-                    "parameter-without-description", "warning", (tool.name,),
+                    "parameter-without-description",
+                    "warning",
+                    (tool.name,),
                     f"parameter '{name}' of '{tool.name}' has no description",
                     f"Describe '{name}': its meaning, format and an example value",
                     {"parameter": name},
                 )
             if schema.get("type") == "string" and "enum" not in schema and _ENUM_HINT.search(described):
                 yield Finding(
-                    "free-text-looks-like-enum", "warning", (tool.name,),
+                    "free-text-looks-like-enum",
+                    "warning",
+                    (tool.name,),
                     f"parameter '{name}' of '{tool.name}' is free text but its description lists choices: '{described}'",
                     f"Declare the choices as \"enum\": [...] on '{name}' so the model cannot invent values",
                     {"parameter": name},
@@ -158,7 +451,9 @@ def check_parameters(catalog: Catalog) -> Iterable[Finding]:
         required = tool.parameters.get("required") or []
         if isinstance(required, list) and len(required) > MAX_REQUIRED:
             yield Finding(
-                "many-required-parameters", "info", (tool.name,),
+                "many-required-parameters",
+                "info",
+                (tool.name,),
                 f"'{tool.name}' requires {len(required)} parameters",
                 "Give defaults to the ones that have a sensible default, or split the tool",
                 {"required": len(required)},
@@ -175,7 +470,9 @@ def check_token_cost(tokens: dict[str, int]) -> Iterable[Finding]:
     for name, cost in tokens.items():
         if cost > MAX_SCHEMA_TOKENS:
             yield Finding(
-                "costly-schema", "warning", (name,),
+                "costly-schema",
+                "warning",
+                (name,),
                 f"'{name}' costs {cost} tokens each time it is sent",
                 "Shorten long descriptions, drop rarely used optional parameters, or split the tool",
                 {"tokens": cost},
@@ -192,7 +489,7 @@ def check_confusable(router: Router, threshold: float = CONFUSABLE_SIMILARITY) -
         return
     vectors = router.index.vectors.vectors(np.arange(len(catalog), dtype=np.int64))
     for start in range(0, len(catalog), 1024):
-        block = vectors[start:start + 1024] @ vectors.T
+        block = vectors[start : start + 1024] @ vectors.T
         for row, column in zip(*np.nonzero(block >= threshold), strict=True):
             first, second = start + int(row), int(column)
             if first >= second:
@@ -200,7 +497,9 @@ def check_confusable(router: Router, threshold: float = CONFUSABLE_SIMILARITY) -
             a, b = catalog[first], catalog[second]
             mentions = b.name in a.description or a.name in b.description
             yield Finding(
-                "confusable-pair", "warning", (a.name, b.name),
+                "confusable-pair",
+                "warning",
+                (a.name, b.name),
                 f"'{a.name}' and '{b.name}' are nearly the same to the router (cosine {block[row, column]:.3f})",
                 "Merge them if they do the same thing; otherwise say in each description when to use it "
                 "and when to use the other" + ("" if not mentions else " (one already names the other: sharpen it)"),
@@ -218,7 +517,9 @@ def check_model_language(router: Router) -> Iterable[Finding]:
     if model not in ENGLISH_ONLY_MODELS or share < NON_LATIN_SHARE or router.ranking.lexical_weight >= 1.0:
         return
     yield Finding(
-        "english-model-on-non-latin-catalog", "warning", (),
+        "english-model-on-non-latin-catalog",
+        "warning",
+        (),
         f"the index uses {model}, which reads English only, but {share:.0%} of the letters in the "
         f"descriptions are in another script: its vectors see little of this catalog",
         "Build the index with the default model 'auto' (it picks multilingual-e5-small for this catalog), "
@@ -228,7 +529,9 @@ def check_model_language(router: Router) -> Iterable[Finding]:
     )
 
 
-def check_queries(router: Router, queries: Sequence[tuple[str, Sequence[str]]], k: int = 5) -> tuple[list[Finding], dict[str, dict[str, float]]]:
+def check_queries(
+    router: Router, queries: Sequence[tuple[str, Sequence[str]]], k: int = 5
+) -> tuple[list[Finding], dict[str, dict[str, float]]]:
     """Route labelled queries: tools never retrieved, pairs the queries confuse, per-tool accuracy."""
     results = router.route_many([text for text, _ in queries], k) if queries else []
     retrieved: set[str] = set()
@@ -243,23 +546,31 @@ def check_queries(router: Router, queries: Sequence[tuple[str, Sequence[str]]], 
                 confusions.setdefault((gold, names[0]), []).append(text)
     findings = [
         Finding(
-            "never-retrieved", "warning", (tool.name,),
+            "never-retrieved",
+            "warning",
+            (tool.name,),
             f"no query of the set retrieves '{tool.name}' in its top {k}",
             "Check its name and description use the words users ask with; add examples of requests it answers",
         )
-        for tool in router.catalog if tool.name not in retrieved
+        for tool in router.catalog
+        if tool.name not in retrieved
     ]
     confused = [
-        (pair, texts) for pair, texts in confusions.items()
+        (pair, texts)
+        for pair, texts in confusions.items()
         if len(texts) >= MIN_CONFUSIONS and len(texts) >= 0.1 * len(per_tool[pair[0]])
     ]
     for (gold, wrong), texts in sorted(confused, key=lambda item: (-len(item[1]), item[0]))[:MAX_CONFUSION_FINDINGS]:
-        findings.append(Finding(
-            "confused-by-queries", "warning", (gold, wrong),
-            f"{len(texts)} queries for '{gold}' rank '{wrong}' first, e.g. '{texts[0]}'",
-            f"Say in '{wrong}' when not to use it (use {gold} instead), and in '{gold}' the words these queries use",
-            {"queries": texts[:5], "count": len(texts)},
-        ))
+        findings.append(
+            Finding(
+                "confused-by-queries",
+                "warning",
+                (gold, wrong),
+                f"{len(texts)} queries for '{gold}' rank '{wrong}' first, e.g. '{texts[0]}'",
+                f"Say in '{wrong}' when not to use it (use {gold} instead), and in '{gold}' the words these queries use",
+                {"queries": texts[:5], "count": len(texts)},
+            )
+        )
     accuracy = {
         name: {
             "queries": float(len(rows)),
@@ -282,7 +593,10 @@ def lint_catalog(
 ) -> LintReport:
     tokens = schema_tokens(catalog, count_tokens)
     findings = [
-        *check_names(catalog), *check_descriptions(catalog), *check_parameters(catalog), *check_token_cost(tokens),
+        *check_names(catalog),
+        *check_descriptions(catalog),
+        *check_parameters(catalog),
+        *check_token_cost(tokens),
     ]
     accuracy = None
     if router is not None:

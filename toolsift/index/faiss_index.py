@@ -31,6 +31,7 @@ def resolve_kind(kind: str, size: int) -> IndexKind:
         return "hnsw" if size > AUTO_HNSW_ABOVE else "flat"
     return kind  # type: ignore[return-value]
 
+
 HNSW_NEIGHBOURS = 32
 HNSW_EF_CONSTRUCTION = 200
 HNSW_EF_SEARCH = 128
@@ -70,9 +71,7 @@ class FaissIndex:
     def vectors(self, ids: IdArray) -> Matrix:
         return np.asarray(self._index.reconstruct_batch(np.ascontiguousarray(ids, dtype=np.int64)))
 
-    def search(
-        self, query: np.ndarray, k: int, allowed: IdArray | None = None
-    ) -> tuple[np.ndarray, IdArray]:
+    def search(self, query: np.ndarray, k: int, allowed: IdArray | None = None) -> tuple[np.ndarray, IdArray]:
         """Best ``k`` (scores, ids), best first. With ``allowed``, only those ids can come back;
         fewer than ``k`` come back when fewer are allowed."""
         query = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)

@@ -35,7 +35,7 @@ def cjk_bigrams(text: str) -> list[str]:
     """Character bigrams of each Hangul/CJK run (a one-character run gives none)."""
     grams: list[str] = []
     for run in CJK_RUN.findall(text):
-        grams.extend(run[i:i + 2] for i in range(len(run) - 1))
+        grams.extend(run[i : i + 2] for i in range(len(run) - 1))
     return grams
 
 

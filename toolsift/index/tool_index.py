@@ -144,7 +144,9 @@ class ToolIndex:
         matrix = np.empty((len(texts), embedder.dimension), dtype=np.float32)
         stats = CacheStats(hits=0, misses=0)
         if fresh_rows:
-            fresh, stats = embed_documents_cached(embedder, [texts[row] for row in fresh_rows], cache, progress=progress)
+            fresh, stats = embed_documents_cached(
+                embedder, [texts[row] for row in fresh_rows], cache, progress=progress
+            )
             matrix[fresh_rows] = fresh
         reused_rows = [row for row, text in enumerate(texts) if text in known]
         if reused_rows and previous is not None:
@@ -181,7 +183,9 @@ class ToolIndex:
         link = target.with_name(f".{target.name}.link-{staging.name}")
         try:
             with open(staging / CATALOG, "wb") as handle:
-                handle.writelines(orjson.dumps(record) + b"\n" for record in self.catalog.to_records())  # keeps parameter order
+                handle.writelines(
+                    orjson.dumps(record) + b"\n" for record in self.catalog.to_records()
+                )  # keeps parameter order
             self.vectors.save(staging / VECTORS)
             (staging / MANIFEST).write_bytes(
                 orjson.dumps(asdict(self.manifest), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
@@ -230,16 +234,16 @@ class ToolIndex:
         if manifest.format_version != FORMAT_VERSION:
             raise IndexMismatch(shown, "index format version", FORMAT_VERSION, manifest.format_version)
         if manifest.text_recipe_version != TEXT_RECIPE_VERSION:
-            raise IndexMismatch(
-                shown, "tool-text recipe version", TEXT_RECIPE_VERSION, manifest.text_recipe_version
-            )
+            raise IndexMismatch(shown, "tool-text recipe version", TEXT_RECIPE_VERSION, manifest.text_recipe_version)
         if expected_model is not None and manifest.model != expected_model:
             raise IndexMismatch(shown, "embedding model", expected_model, manifest.model)
         catalog = load_catalog(folder / CATALOG, dialect="toolsift")
         if catalog.fingerprint != manifest.catalog_fingerprint:
             raise IndexMismatch(
-                shown, "catalog fingerprint (catalog.jsonl was edited after the build)",
-                catalog.fingerprint, manifest.catalog_fingerprint,
+                shown,
+                "catalog fingerprint (catalog.jsonl was edited after the build)",
+                catalog.fingerprint,
+                manifest.catalog_fingerprint,
             )
         if expected_catalog is not None and manifest.catalog_fingerprint != expected_catalog:
             raise IndexMismatch(shown, "catalog fingerprint", expected_catalog, manifest.catalog_fingerprint)

@@ -18,12 +18,11 @@ logger = logging.getLogger("toolsift.mcp")
 MAX_PAGES = 1000
 _KNOWN_ANNOTATIONS = {field.alias or name for name, field in ToolAnnotations.model_fields.items()} | {"title"}
 
+
 def open_client(spec: McpServerSpec, message_handler: MessageHandlerFnT | None = None) -> Client:
     """An (unentered) SDK client for ``spec``: ``async with open_client(spec) as client: ...``."""
     if spec.command is not None:
-        server: Any = StdioServerParameters(
-            command=spec.command, args=list(spec.args), env=spec.env, cwd=spec.cwd
-        )
+        server: Any = StdioServerParameters(command=spec.command, args=list(spec.args), env=spec.env, cwd=spec.cwd)
     else:
         server = spec.url
     return Client(server, read_timeout_seconds=spec.timeout, message_handler=message_handler, mode=spec.protocol)

@@ -53,8 +53,6 @@ def router_builder(
     return build
 
 
-
-
 @dataclass
 class ServerState:
     spec: McpServerSpec
@@ -267,7 +265,9 @@ class LiveCatalog:
             await self._fetch(state)
         except Exception as error:
             state.last_error = _describe(error)
-            logger.warning("MCP server '%s' announced new tools but listing them failed: %s", state.spec.name, state.last_error)
+            logger.warning(
+                "MCP server '%s' announced new tools but listing them failed: %s", state.spec.name, state.last_error
+            )
             return
         await self._rebuild_quietly("tools/list_changed from " + state.spec.name)
 

@@ -68,7 +68,8 @@ def parse_sources(document: Any, source: str = "<data>") -> list[McpServerSpec]:
     servers = document.get("mcpServers", document.get("servers"))
     if not isinstance(servers, dict) or not servers:
         raise McpServersFileError(
-            "no servers listed", source=source,
+            "no servers listed",
+            source=source,
             fix="Add an 'mcpServers' mapping: server name -> {command, args} or {url}",
         )
     specs = []
@@ -81,7 +82,10 @@ def parse_sources(document: Any, source: str = "<data>") -> list[McpServerSpec]:
             first = error.errors()[0]
             field = ".".join(str(part) for part in first["loc"]) or None
             raise McpServersFileError(
-                first["msg"], source=source, entry=f"server '{name}'", field=field,
+                first["msg"],
+                source=source,
+                entry=f"server '{name}'",
+                field=field,
                 fix="Each server needs 'command' (+ 'args', 'env', 'cwd') or 'url'; optional: prefix, tags, timeout",
             ) from None
     return specs

@@ -115,7 +115,9 @@ def rank(
     if lexical is None or config.lexical_weight == 0:
         ids, similarity = dense_ids[:k], dense_scores[:k]
         zeros = np.zeros(len(ids), dtype=np.float32)
-        standardised = _standardised(dense.vectors(ids), vector, allowed, dense, moments, segments) if len(ids) else similarity
+        standardised = (
+            _standardised(dense.vectors(ids), vector, allowed, dense, moments, segments) if len(ids) else similarity
+        )
         return Ranked(ids, standardised, similarity, zeros, standardised, zeros)
     all_lexical = lexical.scores(query)  # every tool, once per query; the top-N below reuses it
     lexical_scores, lexical_ids = best_positive(all_lexical, pool, allowed)

@@ -148,19 +148,15 @@ class Router:
         ``kind``); tools whose text is unchanged keep their vectors, so only new or edited tools
         are embedded. This router is left as it is (keep serving it until the new one is ready)."""
         started = time.perf_counter()
-        if kind is None:
-            kind = self.index.manifest.kind if self.index.manifest.kind in ("flat", "hnsw") else "auto"  # type: ignore[assignment]
-        index, stats = ToolIndex.build(
-            catalog, self.embedder, kind=kind, cache=cache, previous=self.index  # type: ignore[arg-type]
-        )
+        current = self.index.manifest.kind
+        chosen: IndexKind = kind or ("hnsw" if current == "hnsw" else "flat" if current == "flat" else "auto")
+        index, stats = ToolIndex.build(catalog, self.embedder, kind=chosen, cache=cache, previous=self.index)
         router = Router(index, self.embedder, self.ranking)
         router.last_build = replace(stats, seconds=time.perf_counter() - started)
         return router
 
     @classmethod
-    def load(
-        cls, path: str | Path, embedder: Embedder | None = None, ranking: RankingConfig | None = None
-    ) -> Router:
+    def load(cls, path: str | Path, embedder: Embedder | None = None, ranking: RankingConfig | None = None) -> Router:
         """Load a saved index; the embedder defaults to the model named in its manifest."""
         index = ToolIndex.load(path, expected_model=embedder.name if embedder else None)
         return cls(index, embedder or get_embedder(index.manifest.model), ranking)
@@ -263,7 +259,14 @@ class Router:
 
     def _rank(self, query: str, vector: Vector, k: int, allowed: IdArray | None) -> Ranked:
         return rank(
-            vector, query, k, allowed, self.index.vectors, self.lexical, self.ranking, self.moments,
+            vector,
+            query,
+            k,
+            allowed,
+            self.index.vectors,
+            self.lexical,
+            self.ranking,
+            self.moments,
             getattr(self.embedder, "segments", None),
         )
 
@@ -284,12 +287,25 @@ class Router:
 
     def _matches(self, ranked: Ranked, intent: str | None) -> list[Match]:
         rows = zip(
-            ranked.ids.tolist(), ranked.scores.tolist(), ranked.similarity.tolist(), ranked.lexical.tolist(),
-            ranked.dense_part.tolist(), ranked.lexical_part.tolist(), strict=True,
+            ranked.ids.tolist(),
+            ranked.scores.tolist(),
+            ranked.similarity.tolist(),
+            ranked.lexical.tolist(),
+            ranked.dense_part.tolist(),
+            ranked.lexical_part.tolist(),
+            strict=True,
         )
         return [
-            Match(self.catalog[int(tool_id)], round(score, 6), position, round(similarity, 6), round(lexical, 6),
-                  round(dense_part, 6), round(lexical_part, 6), intent)
+            Match(
+                self.catalog[int(tool_id)],
+                round(score, 6),
+                position,
+                round(similarity, 6),
+                round(lexical, 6),
+                round(dense_part, 6),
+                round(lexical_part, 6),
+                intent,
+            )
             for position, (tool_id, score, similarity, lexical, dense_part, lexical_part) in enumerate(rows, 1)
         ]
 
@@ -317,14 +333,18 @@ class Router:
         Tags and names the catalog lacks simply match nothing (a tenant's view, not a request)."""
         known = TagRules(
             tuple(t for t in rules.any_of if t in self.catalog.tags),
-            rules.all_of, tuple(t for t in rules.exclude if t in self.catalog.tags), rules.access,
+            rules.all_of,
+            tuple(t for t in rules.exclude if t in self.catalog.tags),
+            rules.access,
         )
         if rules.any_of and not known.any_of or any(t not in self.catalog.tags for t in rules.all_of):
             return np.empty(0, dtype=np.int64)
         allowed = self.tag_index.allowed(known)
         ids = np.arange(len(self.catalog), dtype=np.int64) if allowed is None else allowed
         if names:
-            listed = np.asarray(sorted(self.catalog.position(n) for n in set(names) if n in self.catalog), dtype=np.int64)
+            listed = np.asarray(
+                sorted(self.catalog.position(n) for n in set(names) if n in self.catalog), dtype=np.int64
+            )
             ids = np.intersect1d(ids, listed, assume_unique=True)
         return ids
 

@@ -157,13 +157,22 @@ class SessionStore:
                 dropped = removed + tuple(t.name for t in kept if t.name not in chosen)
                 session.tools = list(dict((t.name, t) for t in selected).values())
                 return SessionTurn(
-                    session_id, session.turns, tuple(session.tools),
-                    appended=tuple(t.name for t in session.tools), removed=dropped, reset=True,
+                    session_id,
+                    session.turns,
+                    tuple(session.tools),
+                    appended=tuple(t.name for t in session.tools),
+                    removed=dropped,
+                    reset=True,
                 )
             session.tools = kept + new
             return SessionTurn(
-                session_id, session.turns, tuple(session.tools),
-                appended=tuple(t.name for t in new), removed=removed, replaced=replaced, held_back=held_back,
+                session_id,
+                session.turns,
+                tuple(session.tools),
+                appended=tuple(t.name for t in new),
+                removed=removed,
+                replaced=replaced,
+                held_back=held_back,
             )
 
     def _expire(self, now: float) -> None:

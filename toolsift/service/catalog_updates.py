@@ -66,7 +66,9 @@ async def watch_index_folder(state: ServiceState) -> None:
             loaded = await reload_index_folder(state)
         except Exception:  # noqa: BLE001 - logged and counted; keep watching
             continue
-        logger.info("index folder changed: now serving catalog %s (%d tools)", loaded.catalog.fingerprint, len(loaded.catalog))
+        logger.info(
+            "index folder changed: now serving catalog %s (%d tools)", loaded.catalog.fingerprint, len(loaded.catalog)
+        )
 
 
 CatalogChange = Callable[[Catalog], Catalog]

@@ -40,10 +40,14 @@ def create_mcp_server(get_router: Callable[[], Router], sessions: SessionStore |
             "Find the tools that fit a request, from toolsift's catalog. Returns MCP tool definitions "
             "(tools, in a stable order) and the ranking (matches, best first, with scores)."
         ),
-        annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+        annotations=ToolAnnotations(
+            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
     )
     def search_tools(
-        query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The user's request, in their words")],
+        query: Annotated[
+            str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The user's request, in their words")
+        ],
         k: Annotated[int, Field(ge=1, le=MAX_K, description="How many tools at most")] = 5,
         tags: Annotated[list[str] | None, Field(description="Only tools with at least one of these tags")] = None,
         exclude_tags: Annotated[list[str] | None, Field(description="No tool with any of these tags")] = None,
@@ -60,8 +64,13 @@ def create_mcp_server(get_router: Callable[[], Router], sessions: SessionStore |
             rules = TagRules.parse(any_of=tags, exclude=exclude_tags, access=access)
             result = router.route(query, k, rules)
             delivered = deliver(
-                router, result, output_format="mcp", rules=rules,
-                session_id=session_id, sessions=sessions, session_policy=session_policy,
+                router,
+                result,
+                output_format="mcp",
+                rules=rules,
+                session_id=session_id,
+                sessions=sessions,
+                session_policy=session_policy,
             )
             return route_body(delivered)
         except ToolsiftError as error:  # the message says what to fix; let the client's model read it

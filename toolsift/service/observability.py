@@ -40,11 +40,22 @@ def logging_config(level: str = "info", fmt: str = "json") -> dict[str, Any]:
     """A ``logging.config.dictConfig`` for uvicorn and toolsift: JSON lines (or plain text) on stderr."""
     formatter = {"()": JsonFormatter} if fmt == "json" else {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}
     handler = {"class": "logging.StreamHandler", "formatter": "default", "stream": "ext://sys.stderr"}
-    loggers = {name: {"handlers": ["default"], "level": level.upper(), "propagate": False}
-               for name in ("toolsift", "uvicorn", "uvicorn.error")}
-    loggers["uvicorn.access"] = {"handlers": [], "level": "WARNING", "propagate": False}  # toolsift.access logs requests
-    return {"version": 1, "disable_existing_loggers": False, "formatters": {"default": formatter},
-            "handlers": {"default": handler}, "loggers": loggers}
+    loggers = {
+        name: {"handlers": ["default"], "level": level.upper(), "propagate": False}
+        for name in ("toolsift", "uvicorn", "uvicorn.error")
+    }
+    loggers["uvicorn.access"] = {
+        "handlers": [],
+        "level": "WARNING",
+        "propagate": False,
+    }  # toolsift.access logs requests
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"default": formatter},
+        "handlers": {"default": handler},
+        "loggers": loggers,
+    }
 
 
 class Metrics:
@@ -56,12 +67,17 @@ class Metrics:
             "toolsift_http_requests", "HTTP requests by route and status", ["route", "status"], registry=self.registry
         )
         self.latency = Histogram(
-            "toolsift_http_request_seconds", "HTTP request latency by route", ["route"],
-            buckets=LATENCY_BUCKETS, registry=self.registry,
+            "toolsift_http_request_seconds",
+            "HTTP request latency by route",
+            ["route"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
         )
         self.route_latency = Histogram(
-            "toolsift_route_seconds", "Time to route one query (embedding + ranking)",
-            buckets=LATENCY_BUCKETS, registry=self.registry,
+            "toolsift_route_seconds",
+            "Time to route one query (embedding + ranking)",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
         )
         self.reloads = Counter("toolsift_reloads", "Catalog reloads by outcome", ["outcome"], registry=self.registry)
         self.registry.register(_SnapshotCollector(snapshot))
@@ -78,7 +94,8 @@ class _SnapshotCollector(Collector):
         yield GaugeMetricFamily("toolsift_catalog_tools", "Tools in the serving catalog", value=values.get("tools", 0))
         yield GaugeMetricFamily("toolsift_sessions", "Sticky sessions held in memory", value=values.get("sessions", 0))
         yield CounterMetricFamily(
-            "toolsift_query_cache_hits", "Query embeddings served from the in-memory cache",
+            "toolsift_query_cache_hits",
+            "Query embeddings served from the in-memory cache",
             value=values.get("query_cache_hits", 0),
         )
         yield CounterMetricFamily(
@@ -133,9 +150,17 @@ class ObservabilityMiddleware:
             self.metrics.requests.labels(route, str(status[0])).inc()
             self.metrics.latency.labels(route).observe(elapsed)
             logger.info(
-                "%s %s %d", scope.get("method", ""), scope.get("path", ""), status[0],
-                extra={"method": scope.get("method"), "path": scope.get("path"), "status": status[0],
-                       "ms": round(elapsed * 1000, 2), "client": (scope.get("client") or ("", 0))[0]},
+                "%s %s %d",
+                scope.get("method", ""),
+                scope.get("path", ""),
+                status[0],
+                extra={
+                    "method": scope.get("method"),
+                    "path": scope.get("path"),
+                    "status": status[0],
+                    "ms": round(elapsed * 1000, 2),
+                    "client": (scope.get("client") or ("", 0))[0],
+                },
             )
 
 
@@ -144,10 +169,21 @@ class _BodyTooLarge(Exception):
 
 
 async def _refuse(send: Send, limit: int) -> None:
-    body = orjson.dumps({"error": {"type": "RequestTooLarge",
-                                   "message": f"the request body is over {limit} bytes; send less (one query, not a conversation)"}})
-    await send({"type": "http.response.start", "status": 413,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    body = orjson.dumps(
+        {
+            "error": {
+                "type": "RequestTooLarge",
+                "message": f"the request body is over {limit} bytes; send less (one query, not a conversation)",
+            }
+        }
+    )
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 

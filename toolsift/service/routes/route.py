@@ -21,13 +21,25 @@ def route(request: RouteRequest, state: State, tenant: Tenant) -> Response:
     scope = state.scope_of(tenant, current)
     rules = request.rules()
     result = current.route(
-        request.query, request.k, rules, min_score=request.min_score, pinned=request.pinned, scope=scope,
+        request.query,
+        request.k,
+        rules,
+        min_score=request.min_score,
+        pinned=request.pinned,
+        scope=scope,
         split_intents=request.split_intents,
     )
     delivered = deliver(
-        current, result, output_format=request.format, delivery=request.delivery, rules=rules,
-        session_id=request.session_id, sessions=state.sessions, session_policy=request.session_policy,
-        scope=scope, session_namespace=tenant.name if tenant else "",
+        current,
+        result,
+        output_format=request.format,
+        delivery=request.delivery,
+        rules=rules,
+        session_id=request.session_id,
+        sessions=state.sessions,
+        session_policy=request.session_policy,
+        scope=scope,
+        session_namespace=tenant.name if tenant else "",
     )
     state.metrics.route_latency.observe(result.took_ms / 1000)
     # timing goes in headers, so the body stays byte-identical for identical requests
