@@ -6,11 +6,17 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from toolsift import Router
 from toolsift.embeddings import Embedder
 from toolsift.service import create_app
 from toolsift.settings import Settings
+
+settings_for_fuzzing = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def test_admin_catalog_changes_are_persisted_and_guarded(tmp_path: Path, tiny_router: Router) -> None:
@@ -97,3 +103,28 @@ def test_admin_reload_of_an_index_folder_keeps_the_old_one_on_failure(tmp_path: 
         failed = client.post("/admin/reload", headers=admin)
         assert failed.status_code == 404 and "manifest.json" in failed.json()["error"]["message"]
         assert client.post("/route", json={"query": "weather"}).status_code == 200
+
+
+def header_bytes() -> st.SearchStrategy[bytes]:
+    """Header values a client can send: visible ASCII, spaces and tabs, and any byte above 0x7f."""
+    allowed = [*range(0x20, 0x7F), 0x09, *range(0x80, 0x100)]
+    return st.lists(st.sampled_from(allowed), min_size=1, max_size=64).map(bytes)
+
+
+def test_any_authorization_header_bytes_get_a_json_401(tiny_router: Router) -> None:
+    settings = Settings(admin_token="admin-token-0123456789")
+    with TestClient(create_app(tiny_router, settings=settings)) as client:
+
+        @settings_for_fuzzing
+        @given(value=header_bytes(), prefix=st.sampled_from([b"", b"Bearer ", b"bearer  "]))
+        def check(value: bytes, prefix: bytes) -> None:
+            for method, path in (("GET", "/admin/status"), ("POST", "/admin/reload")):
+                response = client.request(method, path, headers={"Authorization": prefix + value})
+                assert response.status_code == 401, (prefix + value, response.text)
+                assert response.json()["error"]["type"] == "Unauthorized"
+
+        check()
+        accepted = client.get("/admin/status", headers={"Authorization": "Bearer admin-token-0123456789"})
+        assert accepted.status_code == 200
+        accented = client.get("/admin/status", headers={"Authorization": "Bearer admin-tokén".encode()})
+        assert accented.status_code == 401 and accented.headers["content-type"] == "application/json"

@@ -509,9 +509,8 @@ def check_confusable(router: Router, threshold: float = CONFUSABLE_SIMILARITY) -
 
 def check_model_language(router: Router) -> Iterable[Finding]:
     """An English-only model on a catalog described mostly in another script (Korean, Chinese,
-    Cyrillic...): pinned by hand, since ``auto`` picks the multilingual model there. Measured on the
-    shared Korean set (RESULTS.md): Recall@5 0.630 with all-MiniLM-L6-v2 at the default lexical
-    weight, 0.79 at weight 1.0, 0.880 with multilingual-e5-small."""
+    Cyrillic...): pinned by hand, since ``auto`` picks the multilingual model there. What it costs
+    on the shared Korean set: benchmarks/DECISIONS.md."""
     share = non_latin_share(tool.description for tool in router.catalog)
     model = router.embedder.name
     if model not in ENGLISH_ONLY_MODELS or share < NON_LATIN_SHARE or router.ranking.lexical_weight >= 1.0:

@@ -26,12 +26,7 @@ def model_for(name: str, texts: Iterable[str]) -> str:
     """``name``, or for ``auto`` the model that fits the catalog whose descriptions are ``texts``:
     all-MiniLM-L6-v2 (English, fast) unless at least a fifth of the letters are outside the
     Latin script (Korean, Chinese, Japanese, Cyrillic, Arabic...), where that English-only model
-    reads little and multilingual-e5-small is used.
-
-    Measured on the shared Korean set (RESULTS.md, default ranking): Recall@5 0.630 with
-    all-MiniLM-L6-v2, 0.880 with multilingual-e5-small, 0.855 with the ensemble of both (twice
-    e5's query time). On the English sets the ensemble is at best +0.003 (sealtools) and down to
-    -0.024 (apibench) against all-MiniLM-L6-v2 alone."""
+    reads little and multilingual-e5-small is used (figures: benchmarks/DECISIONS.md)."""
     if name != AUTO_MODEL:
         return name
     return MULTILINGUAL_MODEL if non_latin_share(texts) >= NON_LATIN_SHARE else DEFAULT_MODEL

@@ -28,11 +28,8 @@ def compose_tool_text(tool: Tool) -> str:
     Tags are left out of this text (they go into ``lexical_tool_text``): appended to a sentence
     embedding, a list of category words drags every tool of a group ("scenario:students",
     "huggingface", a team or a source) toward the same point, while BM25 matches a tag only when
-    the request says it and discounts tags that many tools share. Measured (Recall@5, samples of
-    up to 3,000 queries, default settings), tags in the embedded text / in the lexical text only:
-    metatool 0.749 / 0.771, sealtools 0.905 / 0.909, apibench 0.257 / 0.255; the bundled
-    catalog's plain queries 28 / 28 of 30 in the top 3 (27 with tags nowhere); Korean
-    (functionchat, 200 queries) 0.855 / 0.820.
+    the request says it and discounts tags that many tools share (figures:
+    benchmarks/DECISIONS.md).
     """
     parts = [f"{split_identifier(tool.name)}: {tool.description.strip()}"]
     if tool.annotations.title:
@@ -49,15 +46,11 @@ def lexical_tool_text(tool: Tool) -> str:
     """The text BM25 indexes: the name's words, then ``compose_tool_text`` (so the name counts
     twice, a field boost: "send an email" should meet ``send_email`` before the tools that only
     mention e-mail), the parameters' descriptions and allowed values, and the tool's tags, as
-    keywords. The name boost, measured like the parameters below (weight 0.3): apibench 0.303 ->
-    0.308, metatool 0.800 -> 0.804, sealtools and functionchat_ko unchanged.
+    keywords.
 
     Parameter descriptions name what a request mentions ("the city, e.g. Paris", "celsius,
     fahrenheit"). BM25 weighs each word by its rarity, so they add evidence without drowning the
-    description; in the embedded text they dilute it instead. Measured (Recall@5 of the fused
-    ranking, whole queries, all-MiniLM-L6-v2, samples of benchmarks/RESULTS.md), without / with
-    them here: sealtools 0.764 / 0.792, apibench 0.296 / 0.298, metatool 0.794 / 0.794 (no
-    parameters); embedded as well: sealtools 0.796, apibench 0.280."""
+    description; in the embedded text they dilute it instead (figures: benchmarks/DECISIONS.md)."""
     parts = [split_identifier(tool.name), compose_tool_text(tool)]
     details = tool.parameter_descriptions()
     if details:

@@ -18,8 +18,7 @@ from toolsift.types import IdArray, Matrix
 
 IndexKind = Literal["auto", "flat", "hnsw"]
 INDEX_KINDS: tuple[str, ...] = ("auto", "flat", "hnsw")
-# "auto" picks HNSW above this many tools. Measured (benchmarks/RESULTS.md): exact search of one
-# query costs ~1 ms at 10k tools and ~15 ms at 100k, HNSW ~0.5 and ~0.8 ms at recall@5 = 1.0.
+# "auto" picks HNSW above this many tools, where exact search gets slow (benchmarks/DECISIONS.md).
 AUTO_HNSW_ABOVE = 20_000
 
 

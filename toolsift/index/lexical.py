@@ -62,10 +62,7 @@ def search_tokens(text: str) -> list[str]:
     Snowball (Porter 2) stem, plus ``cjk_bigrams``. Stemming lets "extract features from images"
     meet "image feature extraction"; dropping function words keeps "I want to do this with
     my ..." from matching tools on "my" and "with". Words in other scripts pass unchanged.
-
-    Measured against ``word_and_cjk_tokens`` with all-MiniLM-L6-v2 (Recall@5 of the fused ranking,
-    whole queries; the samples of benchmarks/RESULTS.md): apibench 0.256 -> 0.296, metatool
-    0.771 -> 0.794, sealtools 0.754 -> 0.764; stemming alone gave 0.276 / 0.791 / 0.738."""
+    Measured against plain word tokens: benchmarks/DECISIONS.md."""
     words = [word for word in word_tokens(text) if word not in STOP_WORDS]
     stems: list[str] = _english_stemmer().stemWords(words)
     return stems + cjk_bigrams(text)

@@ -1,4 +1,5 @@
-"""MCP: live catalogs read from MCP servers, and toolsift itself served as an MCP server."""
+"""MCP as a catalog source: live catalogs read from MCP servers (toolsift itself served as an
+MCP server lives in toolsift.service.mcp_server)."""
 
 from toolsift.errors import ReloadFailed
 from toolsift.mcp.client import list_server_tools, open_client, to_tool

@@ -14,14 +14,8 @@ Candidates are the dense top-N and the lexical top-N among the eligible tools; b
 scored for all of them. ``score`` is in standard deviations: 3 means the tool stands three
 standard deviations above the catalog's average tool for this query.
 
-Measured with all-MiniLM-L6-v2 on the four shared datasets (Recall@5, 1,500-query samples),
-against the former ``cosine + 0.15 * bm25 / max bm25``: metatool 0.760 -> 0.753, apibench 0.249 ->
-0.253, sealtools 0.674 -> 0.739, functionchat_ko 0.575 -> 0.720. See benchmarks/RESULTS.md.
-
-The weight, 0.3, was measured with the stemmed BM25 (``search_tokens``) over the four sets
-(Recall@5, samples of up to 3,000 queries, multi-part splitting on; functionchat_ko with
-multilingual-e5-small), weights 0.2 / 0.3 / 0.5: sealtools 0.923 / 0.928 / 0.932, apibench
-0.297 / 0.301 / 0.291, metatool 0.800 / 0.800 / 0.792, functionchat_ko 0.885 / 0.880 / 0.865.
+Why this score and the weight 0.3: measured over the four shared datasets, figures in
+benchmarks/DECISIONS.md.
 """
 
 from __future__ import annotations

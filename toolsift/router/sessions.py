@@ -11,9 +11,8 @@ What is appended (``policy``):
 - ``outranking``: only the new tools ranked above the best-ranked tool the session already holds
   (pinned tools are always added). A turn whose top tool is already in the session then changes
   nothing, so the whole prompt stays a cache hit, not just the tools prefix; the new tools left
-  out are listed in ``held_back``. Measured over multi-turn sessions (benchmarks/RESULTS.md):
-  far more turns with an identical tools array and a lower prompt cost, for a lower recall than
-  ``all`` (still above plain per-query Top-K).
+  out are listed in ``held_back``. Over multi-turn sessions: far more turns with an identical
+  tools array and a lower prompt cost, for a lower recall than ``all`` (benchmarks/RESULTS.md).
 
 Policy at the cap: when appending would take the list past ``cap`` tools, the session *resets*:
 the list becomes this turn's tools (pinned first, then the matches, each by name). The prefix

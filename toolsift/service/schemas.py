@@ -7,16 +7,26 @@ OpenAPI document at ``/docs`` describes exactly what is sent.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolsift.router import MAX_K, MAX_QUERY_CHARS, Access, Delivered, Delivery, Match, SessionPolicy, TagRules
+from toolsift.catalog.loader import Dialect
+from toolsift.router import (
+    MAX_K,
+    MAX_QUERY_CHARS,
+    Access,
+    Delivered,
+    Delivery,
+    Match,
+    OutputFormat,
+    SessionPolicy,
+    TagRules,
+)
 from toolsift.router.router import MAX_PINNED
 from toolsift.router.sessions import SessionTurn
 
-Format = Literal["toolsift", "openai", "anthropic", "mcp"]
-Dialect = Literal["auto", "toolsift", "openai", "anthropic", "mcp"]
+Format = OutputFormat
 SESSION_ID_PATTERN = r"^[A-Za-z0-9._:@-]+$"
 
 
