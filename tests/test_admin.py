@@ -119,12 +119,12 @@ def test_any_authorization_header_bytes_get_a_json_401(tiny_router: Router) -> N
         @given(value=header_bytes(), prefix=st.sampled_from([b"", b"Bearer ", b"bearer  "]))
         def check(value: bytes, prefix: bytes) -> None:
             for method, path in (("GET", "/admin/status"), ("POST", "/admin/reload")):
-                response = client.request(method, path, headers={"Authorization": prefix + value})
+                response = client.request(method, path, headers={b"Authorization": prefix + value})
                 assert response.status_code == 401, (prefix + value, response.text)
                 assert response.json()["error"]["type"] == "Unauthorized"
 
         check()
         accepted = client.get("/admin/status", headers={"Authorization": "Bearer admin-token-0123456789"})
         assert accepted.status_code == 200
-        accented = client.get("/admin/status", headers={"Authorization": "Bearer admin-tokén".encode()})
+        accented = client.get("/admin/status", headers={b"Authorization": "Bearer admin-tokén".encode()})
         assert accented.status_code == 401 and accented.headers["content-type"] == "application/json"
