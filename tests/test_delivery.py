@@ -22,9 +22,11 @@ def test_pinned_tools_come_first_and_do_not_take_places(tiny_router: Router) -> 
     assert len(result.matches) == 2 and "send_email" not in result.names
     assert result.tools[0].name == "send_email"
     assert [t.name for t in result.tools[1:]] == sorted(result.names)
-    # pinned tools are delivered even when the tag rules would exclude them
-    ruled = tiny_router.route("weather", 1, TagRules.parse(any_of=["weather"]), pinned=["delete_file"])
-    assert [t.name for t in ruled.tools][0] == "delete_file"
+    # pinned tools obey the request's rules too: a pinned tool they forbid is a conflict
+    with pytest.raises(InvalidQuery, match="'delete_file' is pinned"):
+        tiny_router.route("weather", 1, TagRules.parse(any_of=["weather"]), pinned=["delete_file"])
+    ruled = tiny_router.route("weather", 1, TagRules.parse(any_of=["weather"]), pinned=["get_forecast"])
+    assert [t.name for t in ruled.tools][0] == "get_forecast"
 
 
 def test_unknown_pinned_tool_is_a_clear_error(tiny_router: Router) -> None:
@@ -44,14 +46,20 @@ def test_allowed_tools_needs_openai_and_a_small_superset(tiny_router: Router) ->
 
 @pytest.mark.model
 def test_pinned_access_and_allowed_tools_over_http(bundled_client: TestClient) -> None:
-    body = bundled_client.post(
+    conflict = bundled_client.post(
         "/route",
         json={"query": "delete the old files", "k": 3, "access": "read_only", "pinned": ["send_email"]},
-    ).json()
+    )
+    assert conflict.status_code == 400 and "'send_email' is pinned" in conflict.json()["error"]["message"]
     catalog = bundled_client.get("/tools", params={"limit": 1000}).json()["tools"]
     read_only = {t["name"] for t in catalog if t.get("annotations", {}).get("read_only")}
-    assert body["tools"][0]["name"] == "send_email" and body["pinned"] == ["send_email"]
-    assert {m["name"] for m in body["matches"]} <= read_only and body["eligible"] == len(read_only)
+    reader = "search_emails" if "search_emails" in read_only else sorted(read_only)[0]
+    body = bundled_client.post(
+        "/route",
+        json={"query": "delete the old files", "k": 3, "access": "read_only", "pinned": [reader]},
+    ).json()
+    assert body["tools"][0]["name"] == reader and body["pinned"] == [reader]
+    assert {m["name"] for m in body["matches"]} <= read_only and body["eligible"] == len(read_only) - 1
 
     masked = bundled_client.post(
         "/route",

@@ -16,8 +16,11 @@ the same bytes in any process.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
+
+import numpy as np
 
 from toolsift.catalog import Tool, fingerprint_sequence
 from toolsift.errors import InvalidQuery
@@ -55,6 +58,21 @@ class Delivered:
 
     def definitions(self) -> list[dict[str, Any]]:
         return [format_tool(tool, self.output_format) for tool in self.tools]
+
+
+def _permitted(router: Router, rules: TagRules, scope: IdArray | None) -> Callable[[Tool], bool]:
+    """Whether this request may deliver a tool: its tag and access rules, and the caller's scope."""
+
+    def permitted(tool: Tool) -> bool:
+        if not rules.permits(tool):
+            return False
+        if scope is None:
+            return True
+        position = router.catalog.position(tool.name)
+        found = int(np.searchsorted(scope, position))
+        return found < scope.shape[0] and int(scope[found]) == position
+
+    return permitted
 
 
 def allowed_tools_choice(names: list[str]) -> dict[str, Any]:
@@ -118,7 +136,10 @@ def deliver(
         if sessions is None:
             raise InvalidQuery("session_id", "sessions are not enabled on this router")
         key = f"{session_namespace}\x1f{session_id}" if session_namespace else session_id  # tenants never share
-        turn = sessions.advance(key, selected, router.catalog, ranked=result.names, policy=session_policy)
+        permitted = _permitted(router, rules or TagRules(), scope)
+        turn = sessions.advance(
+            key, selected, router.catalog, ranked=result.names, policy=session_policy, permitted=permitted
+        )
         turn = replace(turn, session_id=session_id)
         tools = turn.tools
     elif delivery == "allowed_tools":

@@ -212,8 +212,9 @@ class Router:
         started = time.perf_counter()
         checked = [_check_query(query) for query in queries]
         _check_k(k)
-        pinned_tools = self.pinned_tools(pinned, scope)
-        allowed = self.tag_index.allowed(rules or TagRules(), scope)
+        rules = rules or TagRules()
+        pinned_tools = self.pinned_tools(pinned, scope, rules)
+        allowed = self.tag_index.allowed(rules, scope)
         if pinned_tools:
             pinned_ids = np.asarray(sorted(self.catalog.position(t.name) for t in pinned_tools), dtype=np.int64)
             everything = np.arange(len(self.catalog), dtype=np.int64) if allowed is None else allowed
@@ -309,9 +310,13 @@ class Router:
             for position, (tool_id, score, similarity, lexical, dense_part, lexical_part) in enumerate(rows, 1)
         ]
 
-    def pinned_tools(self, names: Sequence[str], scope: IdArray | None = None) -> tuple[Tool, ...]:
+    def pinned_tools(
+        self, names: Sequence[str], scope: IdArray | None = None, rules: TagRules | None = None
+    ) -> tuple[Tool, ...]:
         """The catalog's tools for ``names``, once each; a name unknown (or outside ``scope``)
-        raises UnknownTool, whose suggestions come from the scope only."""
+        raises UnknownTool, whose suggestions come from the scope only. A pinned tool that the
+        request's own ``rules`` forbid is a conflict (InvalidQuery naming the tool and the rule):
+        every delivered tool satisfies the request's rules."""
         if isinstance(names, str):
             names = [names]
         if len(names) > MAX_PINNED:
@@ -325,6 +330,12 @@ class Router:
             if tool is None or (visible is not None and self.catalog.position(name) not in visible):
                 known = self.catalog.names if visible is None else [self.catalog[i].name for i in sorted(visible)]
                 raise UnknownTool(name, known)
+            broken = rules.violation(tool) if rules is not None else None
+            if broken is not None:
+                raise InvalidQuery(
+                    "pinned",
+                    f"'{name}' is pinned, but this request's rules forbid it: {broken}. Unpin it or relax the rule",
+                )
             tools.append(tool)
         return tuple(tools)
 

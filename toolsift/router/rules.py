@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -28,6 +28,12 @@ def allows_access(tool: Tool, access: Access) -> bool:
     if hints.read_only:
         return True
     return access == "non_destructive" and hints.destructive is False
+
+
+_ACCESS_HINTS = {
+    "read_only": "readOnlyHint: true",
+    "non_destructive": "readOnlyHint: true or destructiveHint: false",
+}
 
 
 def _as_tuple(tags: Iterable[str] | str | None) -> tuple[str, ...]:
@@ -66,12 +72,14 @@ class TagRules:
 
     @classmethod
     def from_spec(cls, tags: Any, access: Access = "any") -> TagRules:
-        """Rules from a request's ``tags``: None, a list (any of these), or an object with
-        ``any``, ``all`` and ``exclude`` lists."""
+        """Rules from a request's ``tags``: None, a list (any of these), or a mapping or object
+        with ``any``, ``all`` and ``exclude`` lists."""
         if tags is None:
             return cls(access=access)
         if isinstance(tags, list | tuple | str):
             return cls.parse(any_of=tags, access=access)
+        if isinstance(tags, Mapping):
+            return cls.parse(tags.get("any"), tags.get("all"), tags.get("exclude"), access=access)
         return cls.parse(tags.any, tags.all, tags.exclude, access=access)
 
     @property
@@ -80,6 +88,24 @@ class TagRules:
 
     def tags(self) -> tuple[str, ...]:
         return self.any_of + self.all_of + self.exclude
+
+    def violation(self, tool: Tool) -> str | None:
+        """The first rule ``tool`` breaks, in words (None when the rules allow it)."""
+        carried = set(tool.tags)
+        if self.any_of and not carried & set(self.any_of):
+            return f"tags.any asks for one of {', '.join(self.any_of)} and it carries none"
+        missing = [tag for tag in self.all_of if tag not in carried]
+        if missing:
+            return f"tags.all asks for {', '.join(self.all_of)} and it lacks {', '.join(missing)}"
+        excluded = [tag for tag in self.exclude if tag in carried]
+        if excluded:
+            return f"tags.exclude drops tools tagged {', '.join(excluded)}"
+        if not allows_access(tool, self.access):
+            return f"access {self.access} allows only tools annotated {_ACCESS_HINTS[self.access]}"
+        return None
+
+    def permits(self, tool: Tool) -> bool:
+        return self.violation(tool) is None
 
 
 @dataclass
@@ -134,8 +160,8 @@ class TagIndex:
         for tag in rules.tags():
             self.ids(tag)
         allowed: IdArray = np.arange(len(self.catalog), dtype=np.int64) if scope is None else scope
-        if rules.any_of:
-            allowed = _union(self.ids(tag) for tag in rules.any_of)
+        if rules.any_of:  # within the scope: a tenant's rule never reaches past its tools
+            allowed = np.intersect1d(allowed, _union(self.ids(tag) for tag in rules.any_of), assume_unique=True)
         for tag in rules.all_of:
             allowed = np.intersect1d(allowed, self.ids(tag), assume_unique=True)
         if rules.exclude:

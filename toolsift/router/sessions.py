@@ -65,11 +65,13 @@ class SessionTurn:
     """The cap was reached and the list started over with this turn's tools."""
     held_back: tuple[str, ...] = ()
     """New tools of this turn's selection not appended (``outranking`` policy)."""
+    withheld: tuple[str, ...] = ()
+    """Session tools this turn's rules (tags, access, tenant scope) forbid: taken out of the list."""
 
     @property
     def prefix_changed(self) -> bool:
         """False when the list sent on the previous turn is an exact prefix of this one."""
-        return self.reset or bool(self.removed or self.replaced)
+        return self.reset or bool(self.removed or self.replaced or self.withheld)
 
 
 @dataclass
@@ -122,11 +124,14 @@ class SessionStore:
         *,
         ranked: Sequence[str] = (),
         policy: SessionPolicy = "all",
+        permitted: Callable[[Tool], bool] | None = None,
     ) -> SessionTurn:
         """Add this turn's ``selected`` tools (in the order given, normally canonical) to the session.
 
         ``ranked``: the names of the selection's ranked matches, best first (the rest of
-        ``selected`` being pinned tools); the ``outranking`` policy needs it."""
+        ``selected`` being pinned tools); the ``outranking`` policy needs it. ``permitted``: this
+        turn's rules; session tools it refuses are withheld (taken out of the list and reported),
+        so a turn never delivers a tool its own rules forbid."""
         if policy not in SESSION_POLICIES:
             raise InvalidQuery("session_policy", f"must be one of {', '.join(SESSION_POLICIES)}, got {policy!r}")
         now = self._clock()
@@ -143,6 +148,9 @@ class SessionStore:
             session.last_used = now
 
             kept, removed, replaced = _refresh(session.tools, catalog)
+            withheld = tuple(tool.name for tool in kept if permitted is not None and not permitted(tool))
+            if withheld:
+                kept = [tool for tool in kept if tool.name not in withheld]
             present = {tool.name for tool in kept}
             new = [tool for tool in dict((t.name, t) for t in selected).values() if tool.name not in present]
             held_back: tuple[str, ...] = ()
@@ -162,6 +170,7 @@ class SessionStore:
                     appended=tuple(t.name for t in session.tools),
                     removed=dropped,
                     reset=True,
+                    withheld=withheld,
                 )
             session.tools = kept + new
             return SessionTurn(
@@ -172,6 +181,7 @@ class SessionStore:
                 removed=removed,
                 replaced=replaced,
                 held_back=held_back,
+                withheld=withheld,
             )
 
     def _expire(self, now: float) -> None:

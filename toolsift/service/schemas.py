@@ -138,6 +138,9 @@ class SessionOut(BaseModel):
     replaced: list[str] = Field(description="Tools whose definition changed in the catalog")
     reset: bool = Field(description="The session cap was reached; the list restarted with this turn's tools")
     held_back: list[str] = Field(description="New matches not appended (session_policy=outranking)")
+    withheld: list[str] = Field(
+        description="Session tools this request's rules (tags, access, tenant) forbid: taken out of the list"
+    )
     size: int
 
     @classmethod
@@ -151,6 +154,7 @@ class SessionOut(BaseModel):
             replaced=list(turn.replaced),
             reset=turn.reset,
             held_back=list(turn.held_back),
+            withheld=list(turn.withheld),
             size=len(turn.tools),
         )
 
