@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
@@ -11,8 +17,11 @@ from hypothesis import strategies as st
 
 from toolsift import Router
 from toolsift.embeddings import Embedder
+from toolsift.index import ToolIndex
 from toolsift.service import create_app
 from toolsift.settings import Settings
+
+from conftest import free_port, wait_until_serving
 
 settings_for_fuzzing = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -128,3 +137,50 @@ def test_any_authorization_header_bytes_get_a_json_401(tiny_router: Router) -> N
         assert accepted.status_code == 200
         accented = client.get("/admin/status", headers={b"Authorization": "Bearer admin-tokén".encode()})
         assert accented.status_code == 401 and accented.headers["content-type"] == "application/json"
+
+
+ADMIN = {"Authorization": "Bearer admin-token-0123456789"}
+
+
+@pytest.mark.slow
+def test_concurrent_edits_through_two_workers_lose_nothing(tmp_path: Path, tiny_router: Router) -> None:
+    """`toolsift serve --workers 2`: 5 trials of 24 edits sent at once; every acknowledged tool is
+    in the catalog afterwards, and every worker converges on that catalog."""
+    folder = tiny_router.save(tmp_path / "index")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    environment = {
+        **os.environ, "TOOLSIFT_MODEL": "hashing-64", "TOOLSIFT_ADMIN_TOKEN": ADMIN["Authorization"][7:],
+        "TOOLSIFT_RELOAD_INTERVAL": "0.2", "TOOLSIFT_CACHE_DIR": "off",
+    }  # fmt: skip
+    command = [sys.executable, "-m", "toolsift", "serve", "--index", str(folder), "--port", str(port), "--workers", "2"]
+    with open(tmp_path / "serve.log", "wb") as log:
+        process = subprocess.Popen(command, env=environment, stdout=log, stderr=log)
+    try:
+        wait_until_serving(url, process)
+        expected = set(tiny_router.catalog.names)
+        for trial in range(5):
+            names = [f"tool_{trial}_{number}" for number in range(24)]
+
+            def add(name: str) -> int:
+                tool = {"name": name, "description": f"Does task {name} for the tests.", "tags": ["added"]}
+                return httpx.post(url + "/admin/tools", json={"tools": [tool]}, headers=ADMIN, timeout=120).status_code
+
+            with ThreadPoolExecutor(max_workers=24) as pool:
+                statuses = list(pool.map(add, names))
+            assert statuses == [200] * len(names)
+            expected |= set(names)
+            assert set(ToolIndex.load(folder).catalog.names) == expected  # the folder holds every edit
+            fingerprint = ToolIndex.load(folder).catalog.fingerprint
+            deadline = time.monotonic() + 30
+            while True:  # every worker serves it (requests land on either worker)
+                seen = {httpx.get(url + "/healthz", timeout=10).json()["catalog_fingerprint"] for _ in range(16)}
+                if seen == {fingerprint}:
+                    break
+                assert time.monotonic() < deadline, (trial, seen, fingerprint)
+                time.sleep(0.2)
+        listed = httpx.get(url + "/tools", params={"limit": 1000}, timeout=10).json()
+        assert {tool["name"] for tool in listed["tools"]} == expected
+    finally:
+        process.terminate()
+        process.wait(timeout=60)

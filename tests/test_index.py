@@ -11,6 +11,7 @@ from toolsift.catalog import parse_catalog
 from toolsift.embeddings import HashingEmbedder, compose_tool_text
 from toolsift.errors import IndexMismatch, IndexNotFound
 from toolsift.index import ExactIndex, FaissIndex, ToolIndex
+from toolsift.index.folder_lock import lock_file
 
 
 def random_unit_vectors(n: int, dim: int, seed: int) -> np.ndarray:
@@ -83,7 +84,7 @@ def test_save_replaces_an_existing_index_whole(tmp_path: Path, tiny_catalog: Cat
     second, _ = ToolIndex.build(smaller, embedder)
     second.save(tmp_path / "idx")
     assert len(ToolIndex.load(tmp_path / "idx").catalog) == 3
-    entries = sorted(p.name for p in tmp_path.iterdir())
+    entries = sorted(p.name for p in tmp_path.iterdir() if p != lock_file(tmp_path / "idx"))  # the lock stays
     assert len(entries) == 2 and entries[1] == "idx" and entries[0].startswith(".idx.")  # old version removed
     assert (tmp_path / "idx").is_symlink() and (tmp_path / "idx").resolve().name == entries[0]
 
@@ -197,3 +198,45 @@ def test_manifest_records_the_resolved_kind(tmp_path: Path, tiny_catalog: Catalo
     index, _ = ToolIndex.build(tiny_catalog, HashingEmbedder(64))  # default kind: auto
     assert index.manifest.kind == "flat" == index.vectors.kind
     assert ToolIndex.load(index.save(tmp_path / "idx")).vectors.kind == "flat"
+
+
+def test_folder_lock_serialises_threads_is_reentrant_and_times_out(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from toolsift.errors import IndexBusy
+    from toolsift.index.folder_lock import folder_lock, lock_file
+
+    folder = tmp_path / "index"
+    inside: list[int] = []
+    overlaps: list[int] = []
+
+    def hold(number: int) -> None:
+        with folder_lock(folder), folder_lock(folder):  # re-entrant in one thread
+            inside.append(number)
+            if len(inside) > 1:
+                overlaps.append(number)
+            time.sleep(0.01)
+            inside.remove(number)
+
+    threads = [threading.Thread(target=hold, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert overlaps == [] and lock_file(folder).name == ".index-lock"
+
+    refused: list[bool] = []
+
+    def wait_briefly() -> None:
+        try:
+            with folder_lock(folder, timeout=0.1):
+                refused.append(False)
+        except IndexBusy:
+            refused.append(True)
+
+    with folder_lock(folder):  # held here: another thread gives up after its timeout
+        waiter = threading.Thread(target=wait_briefly)
+        waiter.start()
+        waiter.join()
+    assert refused == [True]

@@ -9,7 +9,7 @@ The classes know nothing of HTTP: the service maps each to a status code
     │   ├── TenantsFileError      the tenants file
     │   └── McpServersFileError   the MCP servers file
     ├── SettingsError             a TOOLSIFT_* setting
-    ├── EmbedderUnavailable, IndexMismatch, IndexNotFound
+    ├── EmbedderUnavailable, IndexMismatch, IndexNotFound, IndexBusy
     ├── UnknownTag, UnknownTool, InvalidQuery
     └── AdminDisabled, Unauthorized, TenantUnauthorized, CatalogManagedElsewhere, ReloadFailed, NotReady
 """
@@ -114,6 +114,17 @@ class IndexNotFound(ToolsiftError):
         self.path = path
         super().__init__(
             f"no usable index at {path}: {missing} is missing. Build one first: toolsift build CATALOG --out {path}"
+        )
+
+
+class IndexBusy(ToolsiftError):
+    """Another process held the index folder's lock for too long (a build or an edit)."""
+
+    def __init__(self, lock: str, seconds: float) -> None:
+        self.lock = lock
+        super().__init__(
+            f"the index folder is locked by another build or edit ({lock}) and was not released within "
+            f"{seconds:.0f} s; retry, or check for a stuck `toolsift build`"
         )
 
 

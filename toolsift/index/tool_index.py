@@ -27,6 +27,7 @@ from toolsift.embeddings import Embedder, EmbeddingCache, compose_tool_text, emb
 from toolsift.embeddings.cache import CacheStats
 from toolsift.errors import IndexMismatch, IndexNotFound
 from toolsift.index.faiss_index import FaissIndex, IndexKind, resolve_kind
+from toolsift.index.folder_lock import folder_lock
 
 FORMAT_VERSION = 1
 TEXT_RECIPE_VERSION = 2  # bump when compose_tool_text changes what it produces
@@ -54,6 +55,14 @@ class Manifest:
     def from_json(cls, data: dict[str, Any]) -> Manifest:
         known = {name for name in cls.__dataclass_fields__}
         return cls(**{key: value for key, value in data.items() if key in known})
+
+    @classmethod
+    def read(cls, folder: str | Path) -> Manifest | None:
+        """The manifest of the index folder as it is now (None when there is none to read)."""
+        try:
+            return cls.from_json(orjson.loads((Path(folder) / MANIFEST).read_bytes()))
+        except (OSError, orjson.JSONDecodeError, TypeError):
+            return None
 
 
 @dataclass(frozen=True)
@@ -176,9 +185,15 @@ class ToolIndex:
         or the new one, never a mix, and a crash at any point leaves a loadable index.
 
         (A ``path`` that is still a real folder, from an older toolsift, is moved aside first; if
-        a crash hits between the two renames, ``load`` finds the moved-aside copy.)"""
+        a crash hits between the two renames, ``load`` finds the moved-aside copy.)
+
+        Saves to one folder are serialised across processes (``folder_lock``)."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
+        with folder_lock(target):
+            return self._save(target)
+
+    def _save(self, target: Path) -> Path:
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         link = target.with_name(f".{target.name}.link-{staging.name}")
         try:

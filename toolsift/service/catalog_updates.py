@@ -12,6 +12,8 @@ import anyio
 from toolsift.catalog import Catalog
 from toolsift.embeddings import Embedder
 from toolsift.errors import CatalogManagedElsewhere, IndexMismatch
+from toolsift.index import Manifest
+from toolsift.index.folder_lock import folder_lock
 from toolsift.router import Router
 from toolsift.service.state import ServiceState
 
@@ -76,18 +78,37 @@ CatalogChange = Callable[[Catalog], Catalog]
 
 async def change_catalog(state: ServiceState, change: CatalogChange) -> dict[str, Any]:
     """Apply an admin change: build beside the serving router (re-embedding only what changed),
-    save it to the index folder (other workers follow), then swap. Any failure: nothing changes."""
+    save it to the index folder (other workers follow), then swap. Any failure: nothing changes.
+
+    With an index folder, the read-change-save runs under the folder's lock, on the folder's
+    latest version (another worker's edit may have landed since this one loaded it), so concurrent
+    edits through several workers or hosts are applied one after the other and none is lost."""
     if state.live is not None:
         raise CatalogManagedElsewhere()
     async with state.edit_lock:
-        current = state.routers.get()
-        catalog = change(current.catalog)
-        updated = await anyio.to_thread.run_sync(current.rebuilt, catalog)
-        if state.given_router is None:  # serving the index folder: persist, atomically
-            await anyio.to_thread.run_sync(updated.save, state.settings.index_path)
-            state.folder_seen = state.folder_version()
+        if state.given_router is not None:  # in memory only: nothing to persist
+            current = state.routers.get()
+            updated = await anyio.to_thread.run_sync(current.rebuilt, change(current.catalog))
+        else:
+            current, updated = await anyio.to_thread.run_sync(edit_index_folder, state, change)
         publish(state, updated)
     return change_summary(current, updated)
+
+
+def edit_index_folder(state: ServiceState, change: CatalogChange) -> tuple[Router, Router]:
+    """Under the folder's lock: the latest saved router, and the changed one, saved."""
+    with folder_lock(state.settings.index_path):
+        current = state.routers.get()
+        saved = Manifest.read(state.settings.index_path)
+        if saved is None or (saved.catalog_fingerprint, saved.model) != (
+            current.catalog.fingerprint,
+            current.embedder.name,
+        ):
+            current = load_index_folder(state, current.embedder)  # another edit or build landed meanwhile
+        updated = current.rebuilt(change(current.catalog))
+        updated.save(state.settings.index_path)
+        state.folder_seen = state.folder_version()
+    return current, updated
 
 
 def change_summary(before: Router, after: Router) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from toolsift.errors import (
     AdminDisabled,
     CatalogManagedElsewhere,
     EmbedderUnavailable,
+    IndexBusy,
     IndexMismatch,
     IndexNotFound,
     NotReady,
@@ -43,6 +44,7 @@ STATUS_CODES: dict[type[ToolsiftError], int] = {
     CatalogManagedElsewhere: 409,
     EmbedderUnavailable: 500,
     ReloadFailed: 502,
+    IndexBusy: 503,
     NotReady: 503,
 }
 """The HTTP status of each error class; a subclass not listed takes its nearest listed base's."""
