@@ -15,6 +15,7 @@ from toolsift._version import __version__
 from toolsift.bench.cli import COMMANDS as BENCH_COMMANDS
 from toolsift.catalog import Catalog, load_catalog
 from toolsift.catalog.loader import DIALECTS
+from toolsift.catalog.names import PROVIDER_NAME_RULE
 from toolsift.embeddings import embedder_for
 from toolsift.errors import ToolsiftError
 from toolsift.index import INDEX_KINDS, ToolIndex
@@ -407,6 +408,11 @@ def validate(catalog: Path, dialect: str) -> None:
     tools = _load_catalog(catalog, dialect)
     tag_counts = tools.tag_counts()
     click.echo(f"{tools.source}: {len(tools)} valid tools, {len(tag_counts)} tags, {tools.fingerprint}")
+    if tools.renamed:
+        click.echo(
+            f"{len(tools.renamed)} names do not match {PROVIDER_NAME_RULE} and are sent to providers as mapped "
+            "names (`toolsift lint` lists them with a suggested name)"
+        )
     for tag, count in tag_counts.items():
         click.echo(f"  {tag}: {count}")
 

@@ -13,6 +13,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from toolsift.catalog.names import PROVIDER_NAME_RULE, wire_name
 from toolsift.errors import CatalogError
 from toolsift.types import JSONSchema
 
@@ -124,6 +125,28 @@ class Catalog:
                     fix="Tool names must be unique; rename or remove one of them",
                 )
             self._positions[tool.name] = position
+        self._real_names = self._check_wire_names()
+
+    def _check_wire_names(self) -> dict[str, str]:
+        """Wire name -> real name, for the tools whose names providers would refuse (see
+        ``catalog.names``); a wire name that another tool has, as its own or as its wire name, is
+        an error, so every wire name maps back to one tool."""
+        real_names: dict[str, str] = {}
+        for position, tool in enumerate(self._tools):
+            wire = wire_name(tool.name)
+            if wire == tool.name:
+                continue
+            other = real_names.get(wire) or (wire if wire in self._positions else None)
+            if other is not None:
+                raise CatalogError(
+                    f"is sent to providers as '{wire}', which is also the name sent for '{other}'",
+                    source=self.source,
+                    entry=f"entry {position + 1} (tool '{tool.name}')",
+                    field="name",
+                    fix=f"Rename one of them to match {PROVIDER_NAME_RULE}",
+                )
+            real_names[wire] = tool.name
+        return real_names
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -154,6 +177,16 @@ class Catalog:
 
     def position(self, name: str) -> int:
         return self._positions[name]
+
+    def resolve(self, name: str) -> str:
+        """The catalog name for ``name``, which may be a tool's own name or its wire name (the
+        name sent to providers); an unknown name comes back as it is."""
+        return name if name in self._positions else self._real_names.get(name, name)
+
+    @property
+    def renamed(self) -> Mapping[str, str]:
+        """Wire name -> catalog name, for the tools whose names providers would refuse."""
+        return self._real_names
 
     @cached_property
     def tags(self) -> frozenset[str]:

@@ -16,6 +16,7 @@ import numpy as np
 import orjson
 
 from toolsift.catalog import Catalog
+from toolsift.catalog.names import PROVIDER_NAME_RULE, fits_providers, wire_name
 from toolsift.embeddings import DEFAULT_MODEL, split_identifier
 from toolsift.embeddings.registry import NON_LATIN_SHARE, non_latin_share
 from toolsift.errors import ToolsiftError
@@ -378,6 +379,15 @@ def check_names(catalog: Catalog) -> Iterable[Finding]:
             )
         else:
             seen[key] = tool.name
+        if not fits_providers(tool.name):
+            yield Finding(
+                "name-renamed-for-providers",
+                "warning",
+                (tool.name,),
+                f"'{tool.name}' does not match {PROVIDER_NAME_RULE} (OpenAI, Anthropic, MCP clients): it is sent "
+                f"as '{wire_name(tool.name)}', and callers must map the name back (the response's names)",
+                f"Rename it to letters, digits, '_' and '-', at most 64 characters, e.g. '{_suggested_name(tool.name)}'",
+            )
         words = key.split()
         if len(words) < 2 or words[0] not in VERBS:
             yield Finding(
@@ -388,6 +398,11 @@ def check_names(catalog: Catalog) -> Iterable[Finding]:
                 f"Name it for the action and its object, e.g. get_{words[-1] if words else 'thing'} "
                 "or search_" + (words[-1] if words else "things"),
             )
+
+
+def _suggested_name(name: str) -> str:
+    """``wire_name`` without its hash: what a person would rename the tool to."""
+    return "_".join(split_identifier(wire_name(name)).split()[:-1])[:64] or "tool_name"
 
 
 def check_descriptions(catalog: Catalog) -> Iterable[Finding]:

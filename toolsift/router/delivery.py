@@ -23,6 +23,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from toolsift.catalog import Tool, fingerprint_sequence
+from toolsift.catalog.names import wire_name
 from toolsift.errors import InvalidQuery
 from toolsift.router.formats import OutputFormat, format_tool
 from toolsift.router.router import Router, RouteResult
@@ -58,6 +59,14 @@ class Delivered:
 
     def definitions(self) -> list[dict[str, Any]]:
         return [format_tool(tool, self.output_format) for tool in self.tools]
+
+    @property
+    def renamed(self) -> dict[str, str]:
+        """Wire name -> catalog name for the sent tools whose names providers would refuse (empty
+        in toolsift's own format, which keeps every name)."""
+        if self.output_format == "toolsift":
+            return {}
+        return {wire_name(tool.name): tool.name for tool in self.tools if wire_name(tool.name) != tool.name}
 
 
 def _permitted(router: Router, rules: TagRules, scope: IdArray | None) -> Callable[[Tool], bool]:
@@ -144,5 +153,5 @@ def deliver(
         tools = turn.tools
     elif delivery == "allowed_tools":
         tools = superset_for(router, rules or TagRules(), result.pinned, scope)
-    choice = allowed_tools_choice([tool.name for tool in selected]) if delivery == "allowed_tools" else None
+    choice = allowed_tools_choice([wire_name(tool.name) for tool in selected]) if delivery == "allowed_tools" else None
     return Delivered(result, tools, output_format, delivery, turn, choice)

@@ -1,10 +1,12 @@
-"""Tool definitions in the form each provider's API takes."""
+"""Tool definitions in the form each provider's API takes. The openai, anthropic and mcp forms
+carry each tool's wire name (``toolsift.catalog.names``): one every provider accepts."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
 from toolsift.catalog import Tool
+from toolsift.catalog.names import wire_name
 
 OutputFormat = Literal["toolsift", "openai", "anthropic", "mcp"]
 OUTPUT_FORMATS: tuple[str, ...] = ("toolsift", "openai", "anthropic", "mcp")
@@ -23,17 +25,17 @@ def _schema(tool: Tool) -> dict[str, Any]:
 def to_openai(tool: Tool) -> dict[str, Any]:
     return {
         "type": "function",
-        "function": {"name": tool.name, "description": tool.description, "parameters": _schema(tool)},
+        "function": {"name": wire_name(tool.name), "description": tool.description, "parameters": _schema(tool)},
     }
 
 
 def to_anthropic(tool: Tool) -> dict[str, Any]:
-    return {"name": tool.name, "description": tool.description, "input_schema": _schema(tool)}
+    return {"name": wire_name(tool.name), "description": tool.description, "input_schema": _schema(tool)}
 
 
 def to_mcp(tool: Tool) -> dict[str, Any]:
     definition: dict[str, Any] = {
-        "name": tool.name,
+        "name": wire_name(tool.name),
         "description": tool.description,
         "inputSchema": _schema(tool),
     }

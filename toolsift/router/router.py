@@ -325,7 +325,7 @@ class Router:
             return ()
         visible = set(scope.tolist()) if scope is not None else None
         tools = []
-        for name in dict.fromkeys(names):
+        for name in dict.fromkeys(self.catalog.resolve(name) for name in names):  # a sent (wire) name works too
             tool = self.catalog.get(name)
             if tool is None or (visible is not None and self.catalog.position(name) not in visible):
                 known = self.catalog.names if visible is None else [self.catalog[i].name for i in sorted(visible)]

@@ -177,6 +177,11 @@ class RouteResponse(BaseModel):
     tool_choice: dict[str, Any] | None = Field(
         default=None, description="With delivery=allowed_tools: OpenAI tool_choice masking tools to this turn's"
     )
+    names: dict[str, str] | None = Field(
+        default=None,
+        description="Sent name -> catalog name, for tools whose catalog names providers refuse "
+        "(they must match ^[a-zA-Z0-9_-]{1,64}$); present only when a sent tool was renamed",
+    )
 
     @classmethod
     def of(cls, delivered: Delivered) -> RouteResponse:
@@ -194,13 +199,14 @@ class RouteResponse(BaseModel):
             delivery=delivered.delivery,
             session=SessionOut.of(delivered.session) if delivered.session else None,
             tool_choice=delivered.tool_choice,
+            names=delivered.renamed or None,
         )
 
 
 def route_body(delivered: Delivered) -> dict[str, Any]:
-    """The ``/route`` response body: ``session`` and ``tool_choice`` only when they apply."""
+    """The ``/route`` response body: ``session``, ``tool_choice`` and ``names`` only when they apply."""
     response = RouteResponse.of(delivered)
-    absent = {name for name in ("session", "tool_choice") if getattr(response, name) is None}
+    absent = {name for name in ("session", "tool_choice", "names") if getattr(response, name) is None}
     return response.model_dump(exclude=absent)
 
 

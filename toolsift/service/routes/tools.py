@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from toolsift.catalog import fingerprint_tools
+from toolsift.catalog.names import wire_name
 from toolsift.router import TagRules, format_tool
 from toolsift.service.dependencies import State, Tenant
 from toolsift.service.schemas import Format
@@ -31,7 +32,9 @@ def tools(
     selected = sorted((catalog[int(p)] for p in positions), key=lambda tool: tool.name)
     page = selected[offset : offset + limit]
     visible = catalog.tools if scope is None else [catalog[int(p)] for p in scope.tolist()]
+    renamed = {wire_name(t.name): t.name for t in page if format != "toolsift" and wire_name(t.name) != t.name}
     return {
+        **({"names": renamed} if renamed else {}),
         "total": len(selected),
         "offset": offset,
         "limit": limit,
