@@ -312,3 +312,34 @@ def test_build_snapshot_from_mcp_servers(live_files: tuple[Path, Path], tmp_path
     assert result.exit_code == 0, result.output
     assert "indexed 3 tools" in result.output
     assert sorted(Router.load(out).catalog.names) == ["create_invoice", "get_weather", "send_email"]
+
+
+@pytest.mark.slow
+def test_toolsift_mcp_follows_a_rebuilt_index_folder(tmp_path: Path, tiny_router: Router) -> None:
+    """`toolsift mcp` reloads the index folder as `toolsift serve` does."""
+    from toolsift.catalog import Catalog, parse_catalog
+
+    folder = tiny_router.save(tmp_path / "index")
+    fax = parse_catalog([{"name": "send_fax", "description": "Send a fax to a phone number."}], source="fax")
+    bigger = tiny_router.rebuilt(Catalog([*tiny_router.catalog, *fax], source="bigger"))
+
+    async def names_for(client: Client, query: str) -> set[str]:
+        result = await client.call_tool("search_tools", {"query": query, "k": 9})
+        assert result.structured_content is not None
+        return {m["name"] for m in result.structured_content["matches"]}
+
+    async def scenario() -> None:
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "toolsift", "mcp", "--index", str(folder)],
+            env={**os.environ, "TOOLSIFT_RELOAD_INTERVAL": "0.2"},
+        )
+        async with Client(params, read_timeout_seconds=120) as client:
+            assert "send_fax" not in await names_for(client, "send a fax")
+            bigger.save(folder)  # a new build lands in the folder
+            deadline = time.monotonic() + 30
+            while "send_fax" not in await names_for(client, "send a fax"):
+                assert time.monotonic() < deadline, "toolsift mcp did not load the new index"
+                await anyio.sleep(0.2)
+
+    anyio.run(scenario)

@@ -306,12 +306,12 @@ def serve(
 @click.option("--host", help="Interface to bind with --transport http [default: 127.0.0.1].")
 @click.option("--port", type=int, help="Port with --transport http [default: 8000].")
 def mcp_command(index_path: Path | None, transport: str, host: str | None, port: int | None) -> None:
-    """Serve toolsift itself as an MCP server with one tool, search_tools."""
-    from toolsift.service.mcp_server import create_mcp_server
+    """Serve toolsift itself as an MCP server with one tool, search_tools. Like `serve`, it follows
+    the index folder: a new build there is loaded (TOOLSIFT_RELOAD_INTERVAL)."""
+    from toolsift.service.mcp_server import serve_index_folder_over_mcp
 
     settings = Settings.from_env(None, index_path=index_path, host=host, port=port)
-    router = Router.load(settings.index_path, ranking=settings.ranking())
-    server = create_mcp_server(lambda: router)
+    server = serve_index_folder_over_mcp(settings)  # loads the index now: a missing one is a one-line error
     if transport == "stdio":
         server.run("stdio")
     else:

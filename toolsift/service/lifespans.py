@@ -43,8 +43,9 @@ async def serve_given_router(state: ServiceState) -> AsyncIterator[None]:
 @asynccontextmanager
 async def serve_index_folder(state: ServiceState) -> AsyncIterator[None]:
     settings = state.settings
-    logger.info("loading index from %s", settings.index_path)
-    state.routers.set(Router.load(settings.index_path, ranking=settings.ranking()))
+    if state.routers.peek() is None:  # not loaded yet (toolsift mcp loads it before it starts)
+        logger.info("loading index from %s", settings.index_path)
+        state.routers.set(Router.load(settings.index_path, ranking=settings.ranking()))
     if settings.reload_interval <= 0:
         yield
         return

@@ -10,6 +10,7 @@ The result carries the chosen tools as MCP tool definitions (``inputSchema`` ...
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any
 
 from mcp.server import MCPServer
@@ -20,7 +21,10 @@ from pydantic import Field
 from toolsift._version import __version__
 from toolsift.errors import ToolsiftError
 from toolsift.router import MAX_K, MAX_QUERY_CHARS, Access, Router, SessionPolicy, SessionStore, TagRules, deliver
+from toolsift.service.lifespans import serve_index_folder
 from toolsift.service.schemas import route_body
+from toolsift.service.state import ServiceState
+from toolsift.settings import Settings
 
 INSTRUCTIONS = (
     "toolsift knows a large catalog of tools. Before answering a request that may need a tool, call "
@@ -28,11 +32,23 @@ INSTRUCTIONS = (
 )
 
 
-def create_mcp_server(get_router: Callable[[], Router], sessions: SessionStore | None = None) -> MCPServer:
+def serve_index_folder_over_mcp(settings: Settings) -> MCPServer:
+    """The MCP server of ``toolsift mcp``: the index folder the settings name, loaded now and
+    followed while the server runs (the same watcher and reload as the HTTP service)."""
+    state = ServiceState.create(None, settings, None)
+    state.routers.set(Router.load(settings.index_path, ranking=settings.ranking()))
+    return create_mcp_server(state.routers.get, state.sessions, lifespan=lambda server: serve_index_folder(state))
+
+
+def create_mcp_server(
+    get_router: Callable[[], Router],
+    sessions: SessionStore | None = None,
+    lifespan: Callable[[MCPServer], AbstractAsyncContextManager[None]] | None = None,
+) -> MCPServer:
     """An MCP server whose ``search_tools`` routes with the router ``get_router()`` returns at
-    call time (so a reloaded router is picked up)."""
+    call time (so a reloaded router is picked up); ``lifespan`` runs beside it (a watcher)."""
     sessions = sessions if sessions is not None else SessionStore()
-    server: MCPServer = MCPServer("toolsift", instructions=INSTRUCTIONS, version=__version__)
+    server: MCPServer = MCPServer("toolsift", instructions=INSTRUCTIONS, version=__version__, lifespan=lifespan)
 
     @server.tool(
         name="search_tools",
