@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -14,6 +15,8 @@ from toolsift.catalog import parse_catalog
 from toolsift.cli import main
 from toolsift.curation import lint_catalog
 from toolsift.embeddings import Embedder
+
+DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
 GOOD = {
     "name": "get_weather",
@@ -172,3 +175,45 @@ def test_lint_command_flags_the_model_and_reads_the_weight_from_the_environment(
     assert "english-model-on-non-latin-catalog" not in {f["code"] for f in json.loads(raised.output)["findings"]}
     text = runner.invoke(main, ["lint", str(catalog)], env={"TOOLSIFT_MODEL": "all-MiniLM-L6-v2"})
     assert "english-model-on-non-latin-catalog  the catalog: the index uses all-MiniLM-L6-v2" in text.output
+
+
+@pytest.mark.model
+def test_confusable_pairs_of_the_bundled_catalog_are_still_found(bundled_router: Router) -> None:
+    report = lint_catalog(bundled_router.catalog, bundled_router, count_tokens=len)
+    pairs = {tuple(sorted(f.tools)) for f in report.findings if f.code == "confusable-pair"}
+    assert {("start_cloud_instance", "stop_cloud_instance"), ("geocode_address", "reverse_geocode")} <= pairs
+    assert len(pairs) <= 5
+
+
+def test_the_confusable_threshold_follows_the_catalogs_own_cosines() -> None:
+    from toolsift.curation.lint import confusable_cosine, mean_pair_cosine
+
+    rng = np.random.default_rng(3)
+    spread = rng.standard_normal((40, 16)).astype(np.float32)
+    spread /= np.linalg.norm(spread, axis=1, keepdims=True)
+    crowded = spread * 0.2 + np.ones(16, dtype=np.float32)  # every pair close, as with an e5 model
+    crowded /= np.linalg.norm(crowded, axis=1, keepdims=True)
+    for vectors in (spread, crowded):
+        cosines = (vectors @ vectors.T)[np.triu_indices(40, 1)]
+        assert mean_pair_cosine(vectors) == pytest.approx(float(cosines.mean()), abs=1e-5)
+        assert float(np.mean(cosines >= confusable_cosine(vectors))) <= 0.05
+    assert confusable_cosine(crowded) > 0.95 > 0.85 > confusable_cosine(spread)
+
+
+@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.skipif(
+    not (DATASETS / "functionchat_ko").is_dir(), reason="../shared/datasets is not beside the repository"
+)
+def test_confusable_pairs_are_few_on_an_e5_catalog() -> None:
+    """On functionchat_ko (multilingual-e5-small, unrelated tools near cosine 0.87) a fixed 0.85
+    flagged 76% of all pairs; the catalog-relative threshold flags under 5%."""
+    from toolsift.bench.datasets import load_dataset
+    from toolsift.embeddings import embedder_for
+
+    folder = DATASETS / "functionchat_ko"
+    catalog = load_dataset(folder / "tools.jsonl", folder / "queries.jsonl").catalog
+    router = Router.build(catalog, embedder_for("auto", catalog))
+    assert router.embedder.name == "multilingual-e5-small"
+    pairs = [f for f in lint_catalog(catalog, router, count_tokens=len).findings if f.code == "confusable-pair"]
+    assert len(pairs) <= 0.05 * len(catalog) * (len(catalog) - 1) / 2

@@ -65,7 +65,13 @@ def test_same_request_gives_identical_bytes(client: TestClient) -> None:
         ({"query": "ok", "surprise": 1}, 422, "surprise"),
         ({"k": 3}, 422, "query"),
         ({"query": "ok", "tags": ["wether"]}, 400, "Did you mean 'weather'"),
-        ({"query": "   "}, 400, "query: is empty"),
+        ({"query": "   "}, 422, "query: has no text"),
+        ({"query": "\u0000\u0000"}, 422, "query: has no text"),
+        ({"query": "ok", "k": "3"}, 422, "k: Input should be a valid integer"),
+        ({"query": "ok", "k": True}, 422, "k: Input should be a valid integer"),
+        ({"query": "ok", "k": 3.0}, 422, "k: Input should be a valid integer"),
+        ({"query": "ok", "split_intents": "yes"}, 422, "split_intents: Input should be a valid boolean"),
+        ({"query": "ok", "pinned": "send_email"}, 422, "pinned: Input should be a valid list"),
     ],
 )
 def test_bad_requests_get_clear_4xx(client: TestClient, payload: dict[str, object], status: int, fragment: str) -> None:
@@ -78,6 +84,25 @@ def test_malformed_json_is_a_422(client: TestClient) -> None:
     response = client.post("/route", content=b"{not json", headers={"content-type": "application/json"})
     assert response.status_code == 422
     assert response.json()["error"]["type"] == "InvalidRequest"
+    assert response.json()["error"]["problems"] == [
+        {"field": "body", "message": "invalid JSON at character 1 (Expecting property name enclosed in double quotes)"}
+    ]
+    listed = client.post("/route", content=b"[1, 2]", headers={"content-type": "application/json"})
+    assert listed.status_code == 422 and "body: must be a JSON object" in listed.json()["error"]["message"]
+
+
+def test_a_nan_min_score_says_it_must_be_finite(client: TestClient) -> None:
+    body = b'{"query": "ok", "min_score": NaN}'
+    response = client.post("/route", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 422 and "min_score: Input should be a finite number" in response.text
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
+def test_a_body_that_is_not_json_is_a_415(client: TestClient, content_type: str | None) -> None:
+    headers = {"content-type": content_type} if content_type else {}
+    response = client.post("/route", content=b'{"query": "ok"}', headers=headers)
+    assert response.status_code == 415 and response.json()["error"]["type"] == "UnsupportedMediaType"
+    assert "Content-Type: application/json" in response.json()["error"]["message"]
 
 
 def test_tools_listing_filters_and_pages(client: TestClient) -> None:

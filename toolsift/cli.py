@@ -16,6 +16,7 @@ from toolsift.bench.cli import COMMANDS as BENCH_COMMANDS
 from toolsift.catalog import Catalog, load_catalog
 from toolsift.catalog.loader import DIALECTS
 from toolsift.catalog.names import PROVIDER_NAME_RULE
+from toolsift.curation.lint import CONFUSABLE_CLOSENESS
 from toolsift.embeddings import embedder_for
 from toolsift.errors import ToolsiftError
 from toolsift.index import INDEX_KINDS, ToolIndex
@@ -329,11 +330,12 @@ def mcp_command(index_path: Path | None, transport: str, host: str | None, port:
     "-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True, help="Top-K for the query checks."
 )
 @click.option(
-    "--threshold",
+    "--closeness",
     type=click.FloatRange(0, 1),
-    default=0.85,
+    default=CONFUSABLE_CLOSENESS,
     show_default=True,
-    help="Cosine above which two tools are a confusable pair.",
+    help="How close two tools must be to be a confusable pair: the share of the gap between the catalog's "
+    "mean pair cosine and 1 that their cosine closes (the same meaning whatever the model).",
 )
 @click.option(
     "--no-embeddings", is_flag=True, help="Static checks only: no model, no confusable pairs, no query checks."
@@ -351,7 +353,7 @@ def lint(
     catalog: Path,
     queries: Path | None,
     k: int,
-    threshold: float,
+    closeness: float,
     no_embeddings: bool,
     fail_on: str,
     as_json: bool,
@@ -372,7 +374,7 @@ def lint(
             from toolsift.bench.datasets import load_queries
 
             labelled = [(q.text, q.relevant) for q in load_queries(queries, tools)]
-    report = lint_catalog(tools, router, labelled, k=k, threshold=threshold)
+    report = lint_catalog(tools, router, labelled, k=k, closeness=closeness)
     if as_json:
         sys.stdout.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
     else:

@@ -28,7 +28,11 @@ SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 MIN_DESCRIPTION_WORDS = 6
 MAX_REQUIRED = 5
 MAX_SCHEMA_TOKENS = 600
-CONFUSABLE_SIMILARITY = 0.85
+CONFUSABLE_CLOSENESS = 0.8
+"""A pair is confusable when its cosine closes this share of the gap between the catalog's mean
+pair cosine and 1: ``(cos - mean) / (1 - mean) >= 0.8``. Models differ in their cosine scale
+(multilingual-e5-small puts unrelated texts near 0.87, all-MiniLM-L6-v2 near 0.17), so a fixed
+cosine flags most pairs of one and none of another (figures: benchmarks/DECISIONS.md)."""
 MIN_CONFUSIONS = 3  # and at least 10% of the tool's queries
 MAX_CONFUSION_FINDINGS = 100
 ENGLISH_ONLY_MODELS = frozenset({DEFAULT_MODEL})
@@ -497,12 +501,27 @@ def check_token_cost(tokens: dict[str, int]) -> Iterable[Finding]:
 # -- checks that need the router ------------------------------------------------------------
 
 
-def check_confusable(router: Router, threshold: float = CONFUSABLE_SIMILARITY) -> Iterable[Finding]:
-    """Pairs of tools whose embeddings are so close that the router can hardly tell them apart."""
+def mean_pair_cosine(vectors: np.ndarray) -> float:
+    """The mean cosine over all pairs of distinct rows (unit vectors), exactly, in O(n·d)."""
+    count = vectors.shape[0]
+    total = vectors.sum(axis=0, dtype=np.float64)
+    return float((total @ total - count) / (count * (count - 1)))
+
+
+def confusable_cosine(vectors: np.ndarray, closeness: float = CONFUSABLE_CLOSENESS) -> float:
+    """The cosine above which two tools of this catalog are a confusable pair."""
+    mean = mean_pair_cosine(vectors)
+    return mean + closeness * (1.0 - mean)
+
+
+def check_confusable(router: Router, closeness: float = CONFUSABLE_CLOSENESS) -> Iterable[Finding]:
+    """Pairs of tools whose embeddings are so close, for this catalog and model, that the router
+    can hardly tell them apart."""
     catalog = router.catalog
     if len(catalog) < 2:
         return
     vectors = router.index.vectors.vectors(np.arange(len(catalog), dtype=np.int64))
+    threshold = confusable_cosine(vectors, closeness)
     for start in range(0, len(catalog), 1024):
         block = vectors[start : start + 1024] @ vectors.T
         for row, column in zip(*np.nonzero(block >= threshold), strict=True):
@@ -515,10 +534,11 @@ def check_confusable(router: Router, threshold: float = CONFUSABLE_SIMILARITY) -
                 "confusable-pair",
                 "warning",
                 (a.name, b.name),
-                f"'{a.name}' and '{b.name}' are nearly the same to the router (cosine {block[row, column]:.3f})",
+                f"'{a.name}' and '{b.name}' are nearly the same to the router (cosine {block[row, column]:.3f}; this catalog's "
+                f"pairs average {(threshold - closeness) / (1 - closeness):.2f})",
                 "Merge them if they do the same thing; otherwise say in each description when to use it "
                 "and when to use the other" + ("" if not mentions else " (one already names the other: sharpen it)"),
-                {"similarity": round(float(block[row, column]), 4)},
+                {"similarity": round(float(block[row, column]), 4), "threshold": round(threshold, 4)},
             )
 
 
@@ -602,7 +622,7 @@ def lint_catalog(
     queries: Sequence[tuple[str, Sequence[str]]] = (),
     *,
     k: int = 5,
-    threshold: float = CONFUSABLE_SIMILARITY,
+    closeness: float = CONFUSABLE_CLOSENESS,
     count_tokens: Callable[[str], int] | None = None,
 ) -> LintReport:
     tokens = schema_tokens(catalog, count_tokens)
@@ -614,7 +634,7 @@ def lint_catalog(
     ]
     accuracy = None
     if router is not None:
-        findings += [*check_model_language(router), *check_confusable(router, threshold)]
+        findings += [*check_model_language(router), *check_confusable(router, closeness)]
         if queries:
             found, accuracy = check_queries(router, queries, k)
             findings += found

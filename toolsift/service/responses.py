@@ -85,16 +85,32 @@ async def http_error(request: Request, error: Exception) -> Response:
 
 
 async def validation_error(request: Request, error: Exception) -> Response:
+    """422 naming each invalid field; 415 for a body that is not JSON at all."""
     assert isinstance(error, RequestValidationError)
-    problems = [
-        {
-            "field": ".".join(str(part) for part in item.get("loc", ()) if part != "body"),
-            "message": item.get("msg", ""),
-        }
-        for item in error.errors()
-    ]
+    content_type = request.headers.get("content-type", "")
+    errors = list(error.errors())
+    if any(item.get("loc") == ("body",) for item in errors) and "json" not in content_type.lower():
+        return error_response(
+            "UnsupportedMediaType",
+            f"the body must be JSON sent with 'Content-Type: application/json' (got {content_type or 'no content type'!r})",
+            415,
+        )
+    problems = [_problem(item) for item in errors]
     message = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems)
     return error_response("InvalidRequest", message, 422, problems=problems)
+
+
+def _problem(item: Any) -> dict[str, str]:
+    """One invalid field: where (dotted path; ``body`` for the body as a whole) and what is wrong."""
+    location = [str(part) for part in item.get("loc", ()) if part != "body"]
+    message = str(item.get("msg", "")).removeprefix("Value error, ")
+    if item.get("type") == "json_invalid":  # the location is a character offset, not a field
+        where = location[0] if location else "?"
+        reason = (item.get("ctx") or {}).get("error", "")
+        return {"field": "body", "message": f"invalid JSON at character {where}" + (f" ({reason})" if reason else "")}
+    if not location and item.get("type") in ("model_attributes_type", "dict_type"):
+        return {"field": "body", "message": 'must be a JSON object, e.g. {"query": "the user\'s request", "k": 5}'}
+    return {"field": ".".join(location), "message": message}
 
 
 def install_error_handlers(app: FastAPI) -> None:

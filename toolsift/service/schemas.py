@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolsift.catalog.loader import Dialect
 from toolsift.router import (
@@ -31,7 +31,7 @@ SESSION_ID_PATTERN = r"^[A-Za-z0-9._:@-]+$"
 
 
 class TagRulesIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     any: list[str] = Field(default_factory=list, description="A tool needs at least one of these tags")
     all: list[str] = Field(default_factory=list, description="A tool needs every one of these tags")
@@ -41,10 +41,18 @@ class TagRulesIn(BaseModel):
 class RouteRequest(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
+        strict=True,  # "k": "3" or true is a mistake to report, not to guess at
         json_schema_extra={"examples": [{"query": "what's the weather in Paris tomorrow", "k": 3}]},
     )
 
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The user's request")
+
+    @field_validator("query")
+    @classmethod
+    def _has_text(cls, query: str) -> str:
+        if not any(char.isprintable() and not char.isspace() for char in query):
+            raise ValueError("has no text (only spaces or control characters); send the user's request")
+        return query
     k: int = Field(default=5, ge=1, le=MAX_K, description="How many tools to return at most")
     tags: TagRulesIn | list[str] | None = Field(
         default=None, description="Tag rules applied before ranking; a plain list means 'any of'"
@@ -52,6 +60,7 @@ class RouteRequest(BaseModel):
     format: Format = Field(default="toolsift", description="Shape of the returned tool definitions")
     min_score: float | None = Field(
         default=None,
+        allow_inf_nan=False,
         ge=-100.0,
         le=100.0,
         description="Drop tools whose ranking score (in standard deviations) is below this",
@@ -95,7 +104,7 @@ class RouteRequest(BaseModel):
 class ToolsIn(BaseModel):
     """The body of ``POST /admin/tools``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     tools: list[dict[str, Any]] = Field(min_length=1, max_length=1000, description="Tool definitions, any dialect")
     dialect: Dialect = "auto"
