@@ -53,7 +53,7 @@ def test_admin_catalog_changes_are_persisted_and_guarded(tmp_path: Path, tiny_ro
         )
         assert bad.status_code == 400 and "POST /admin/tools" in bad.json()["error"]["message"]
         missing = client.delete("/admin/tools/nope", headers=admin)
-        assert missing.status_code == 400 and "no tool named 'nope'" in missing.json()["error"]["message"]
+        assert missing.status_code == 404 and "no tool named 'nope'" in missing.json()["error"]["message"]
         assert client.get("/healthz").json()["tools"] == 8  # the failed edits changed nothing
     saved = Router.load(folder).catalog  # persisted in the folder, for the other workers and restarts
     assert "translate_text" in saved and "send_email" not in saved
@@ -184,3 +184,20 @@ def test_concurrent_edits_through_two_workers_lose_nothing(tmp_path: Path, tiny_
     finally:
         process.terminate()
         process.wait(timeout=60)
+
+
+@pytest.mark.parametrize("path", ["/admin/tools/files/read", "/admin/tools/files%2Fread"])
+def test_a_tool_with_a_slash_can_be_deleted(tiny_router: Router, path: str) -> None:
+    with TestClient(create_app(tiny_router, settings=Settings(admin_token="admin-token-0123456789"))) as client:
+        tool = {"name": "files/read", "description": "Read a file from the shared drive."}
+        assert client.post("/admin/tools", json={"tools": [tool]}, headers=ADMIN).status_code == 200
+        deleted = client.delete(path, headers=ADMIN)
+        assert deleted.status_code == 200 and deleted.json()["removed"] == ["files/read"]
+        assert "files/read" not in {t["name"] for t in client.get("/tools", params={"limit": 100}).json()["tools"]}
+
+
+def test_deleting_an_unknown_tool_is_a_404_with_suggestions(tiny_router: Router) -> None:
+    with TestClient(create_app(tiny_router, settings=Settings(admin_token="admin-token-0123456789"))) as client:
+        response = client.delete("/admin/tools/send_emial", headers=ADMIN)
+        assert response.status_code == 404 and response.json()["error"]["type"] == "ToolNotFound"
+        assert "Did you mean 'send_email'" in response.json()["error"]["message"]

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -140,3 +141,63 @@ def test_json_log_lines_carry_extra_fields() -> None:
     entry = json.loads(JsonFormatter().format(record))
     assert entry["msg"] == "POST /route 200" and entry["status"] == 200 and entry["ms"] == 12.5
     assert entry["level"] == "info" and entry["logger"] == "toolsift.access" and entry["ts"].endswith("+00:00")
+
+
+def test_a_chunked_body_over_the_limit_is_a_413(tiny_router: Router) -> None:
+    def chunks() -> Iterator[bytes]:  # no content-length: the limit is found while reading
+        yield b'{"query": "'
+        for _ in range(10):
+            yield b"x" * 500
+        yield b'"}'
+
+    with TestClient(create_app(tiny_router, settings=Settings(max_request_bytes=2048))) as client:
+        response = client.post("/route", content=chunks(), headers={"content-type": "application/json"})
+        assert response.status_code == 413 and response.json()["error"]["type"] == "RequestTooLarge"
+        assert "2048 bytes" in response.json()["error"]["message"]
+
+
+def test_docs_routes_have_their_own_metric_labels(tiny_router: Router) -> None:
+    with TestClient(create_app(tiny_router, settings=Settings())) as client:
+        assert client.get("/docs").status_code == 200 and client.get("/openapi.json").status_code == 200
+        metrics = client.get("/metrics").text
+        assert 'route="/docs",status="200"' in metrics and 'route="/openapi.json",status="200"' in metrics
+        assert 'route="unmatched",status="200"' not in metrics
+
+
+@pytest.mark.slow
+def test_a_request_uvicorn_cannot_read_gets_a_json_error(tmp_path: Path, tiny_router: Router) -> None:
+    """A 1 MB header (or a garbled request line) is refused by the HTTP parser before the app runs:
+    still JSON in the one error shape, never uvicorn's plain text."""
+    folder = tiny_router.save(tmp_path / "index")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "toolsift", "serve", "--index", str(folder), "--port", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until_serving(url, process)
+        huge = httpx.get(url + "/healthz", headers={"X-Big": "a" * 1_000_000}, timeout=10)
+        garbled = raw_exchange(port, b"NOT AN HTTP REQUEST\r\n\r\n")
+        for status, content_type, body in ((huge.status_code, huge.headers["content-type"], huge.content), garbled):
+            assert status == 400 and content_type == "application/json", (status, content_type, body)
+            error = json.loads(body)["error"]
+            assert error["type"] == "BadHTTPRequest" and "64 KiB" in error["message"]
+        big_but_fine = {"X-Big": "a" * 40_000}  # over h11's default 16 KiB, within toolsift's 64 KiB
+        assert httpx.get(url + "/healthz", headers=big_but_fine, timeout=10).status_code == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+def raw_exchange(port: int, request: bytes) -> tuple[int, str, bytes]:
+    """Send raw bytes; the response's status, content type and body (the server closes the connection)."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        connection.sendall(request)
+        received = b""
+        while chunk := connection.recv(65536):
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    headers = dict(line.lower().split(": ", 1) for line in lines[1:] if ": " in line)
+    return int(lines[0].split()[1]), headers.get("content-type", ""), body

@@ -276,6 +276,7 @@ def serve(
         router = Router.build(tools, embedder_for(settings.model, tools), cache=_open_cache(settings, False))
         router.save(settings.index_path)
     os.environ["TOOLSIFT_INDEX_PATH"] = str(settings.index_path)
+    from toolsift.service.http_protocol import MAX_HEADER_BYTES, JsonErrorH11Protocol
     from toolsift.service.observability import logging_config
 
     uvicorn.run(
@@ -287,6 +288,8 @@ def serve(
         log_level=settings.log_level,
         access_log=False,
         log_config=logging_config(settings.log_level, settings.log_format),
+        http=JsonErrorH11Protocol,  # a request uvicorn cannot read gets a JSON error too
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
     )
 
 

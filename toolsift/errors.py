@@ -10,7 +10,7 @@ The classes know nothing of HTTP: the service maps each to a status code
     │   └── McpServersFileError   the MCP servers file
     ├── SettingsError             a TOOLSIFT_* setting
     ├── EmbedderUnavailable, IndexMismatch, IndexNotFound, IndexBusy
-    ├── UnknownTag, UnknownTool, InvalidQuery
+    ├── UnknownTag, UnknownTool (ToolNotFound), InvalidQuery
     └── AdminDisabled, Unauthorized, TenantUnauthorized, CatalogManagedElsewhere, ReloadFailed, NotReady
 """
 
@@ -151,6 +151,10 @@ class UnknownTool(ToolsiftError):
         super().__init__(
             f"{field}: no tool named '{name}' in the catalog.{hint} GET /tools (or `toolsift tools`) lists the names"
         )
+
+
+class ToolNotFound(UnknownTool):
+    """A request addresses a tool by name (to delete it, say) and the catalog has none by that name."""
 
 
 class InvalidQuery(ToolsiftError):

@@ -12,6 +12,8 @@ import orjson
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from starlette.exceptions import HTTPException
+from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 logger = logging.getLogger("toolsift.access")
@@ -127,7 +129,7 @@ class ObservabilityMiddleware:
             if message["type"] == "http.request":
                 received[0] += len(message.get("body", b""))
                 if received[0] > self.max_body:
-                    raise _BodyTooLarge()
+                    raise _BodyTooLarge(self.max_body)
             return message
 
         async def recording_send(message: Message) -> None:
@@ -164,19 +166,20 @@ class ObservabilityMiddleware:
             )
 
 
-class _BodyTooLarge(Exception):
-    pass
+def too_large_message(limit: int) -> str:
+    return f"the request body is over {limit} bytes; send less (one query, not a conversation)"
+
+
+class _BodyTooLarge(HTTPException):
+    """Raised while the body is read: an HTTPException, so the framework's body parsing passes it
+    on (it turns other errors into a plain 400) and the error handlers answer 413."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, too_large_message(limit))
 
 
 async def _refuse(send: Send, limit: int) -> None:
-    body = orjson.dumps(
-        {
-            "error": {
-                "type": "RequestTooLarge",
-                "message": f"the request body is over {limit} bytes; send less (one query, not a conversation)",
-            }
-        }
-    )
+    body = orjson.dumps({"error": {"type": "RequestTooLarge", "message": too_large_message(limit)}})
     await send(
         {
             "type": "http.response.start",
@@ -188,6 +191,13 @@ async def _refuse(send: Send, limit: int) -> None:
 
 
 def _route_label(scope: Scope) -> str:
-    route = scope.get("route")
-    path = getattr(route, "path", None)
-    return str(path) if path else "unmatched"
+    """The route's path template (``/admin/tools/{name}``), so labels stay few; ``unmatched`` for
+    a path the app does not serve. The docs routes set no ``route`` in the scope: matched here."""
+    path = getattr(scope.get("route"), "path", None)
+    if path:
+        return str(path)
+    app = scope.get("app")
+    for route in getattr(app, "routes", ()):
+        if isinstance(route, Route) and route.matches(scope)[0] == Match.FULL:
+            return str(route.path)
+    return "unmatched"

@@ -20,6 +20,7 @@ from toolsift.errors import (
     NotReady,
     ReloadFailed,
     TenantUnauthorized,
+    ToolNotFound,
     ToolsiftError,
     Unauthorized,
 )
@@ -40,6 +41,7 @@ STATUS_CODES: dict[type[ToolsiftError], int] = {
     TenantUnauthorized: 401,
     AdminDisabled: 403,
     IndexNotFound: 404,
+    ToolNotFound: 404,
     IndexMismatch: 409,
     CatalogManagedElsewhere: 409,
     EmbedderUnavailable: 500,
@@ -78,6 +80,7 @@ async def http_error(request: Request, error: Exception) -> Response:
             "MethodNotAllowed",
             f"{request.method} is not allowed on {request.url.path}; see /docs for the methods each route takes",
         ),
+        413: ("RequestTooLarge", str(error.detail)),
     }.get(error.status_code, ("HTTPError", str(error.detail)))
     response = error_response(kind, message, error.status_code)
     response.headers.update(getattr(error, "headers", None) or {})

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 
 from toolsift.catalog import Catalog, parse_catalog
-from toolsift.errors import UnknownTool
+from toolsift.errors import ToolNotFound
 from toolsift.service.catalog_updates import change_catalog, reload_index_folder
 from toolsift.service.dependencies import State, require_admin
 from toolsift.service.schemas import AdminChange, ToolsIn
@@ -30,12 +30,16 @@ async def upsert_tools(change: ToolsIn, state: State) -> dict[str, Any]:
     return await change_catalog(state, apply)
 
 
-@router.delete("/tools/{name}", summary="Remove a tool (admin token)", response_model=AdminChange)
+@router.delete("/tools/{name:path}", summary="Remove a tool (admin token)", response_model=AdminChange)
 async def delete_tool(name: str, state: State) -> dict[str, Any]:
+    """``name`` is the catalog name or the name sent to providers; it may hold ``/`` (as
+    ``files/read`` or ``files%2Fread``). An unknown name is a 404."""
+
     def apply(catalog: Catalog) -> Catalog:
-        if name not in catalog:
-            raise UnknownTool(name, catalog.names, field="name")
-        return Catalog([tool for tool in catalog if tool.name != name], source=catalog.source)
+        name_in_catalog = catalog.resolve(name)
+        if name_in_catalog not in catalog:
+            raise ToolNotFound(name, catalog.names, field="name")
+        return Catalog([tool for tool in catalog if tool.name != name_in_catalog], source=catalog.source)
 
     return await change_catalog(state, apply)
 
