@@ -53,6 +53,7 @@ class RouteRequest(BaseModel):
         if not any(char.isprintable() and not char.isspace() for char in query):
             raise ValueError("has no text (only spaces or control characters); send the user's request")
         return query
+
     k: int = Field(default=5, ge=1, le=MAX_K, description="How many tools to return at most")
     tags: TagRulesIn | list[str] | None = Field(
         default=None, description="Tag rules applied before ranking; a plain list means 'any of'"
