@@ -153,13 +153,41 @@ def test_bad_parameter_schemas(parameters: dict[str, object], expected: str) -> 
     assert "cat.json" in str(caught.value) and "entry 1 (tool 't')" in str(caught.value)
 
 
-def test_yaml_boolean_keys_are_caught(tmp_path: Path) -> None:
+def test_yaml_non_string_keys_are_caught(tmp_path: Path) -> None:
+    """YAML 1.2 reads ``on`` as a string (below); a number used as a key is still caught."""
     path = write(
         tmp_path / "c.yaml",
-        "- name: lights\n  description: Lights\n  parameters: {type: object, properties: {on: {type: boolean}}}\n",
+        "- name: lights\n  description: Lights\n  parameters: {type: object, properties: {200: {type: boolean}}}\n",
     )
-    with pytest.raises(CatalogError, match='quote keys such as "on"'):
+    with pytest.raises(CatalogError, match='quote keys such as "on", "off", "yes", "no" and numbers'):
         load_catalog(path)
+
+
+def test_yaml_keeps_on_off_yes_no_as_strings(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "c.yaml",
+        "- name: set_lights\n  description: Switch the lights on or off.\n"
+        "  parameters: {type: object, properties: {on: {type: string, enum: [on, off, yes, no]}, dim: {type: boolean,"
+        " default: true}}}\n",
+    )
+    properties = load_catalog(path)[0].parameters["properties"]
+    assert properties["on"]["enum"] == ["on", "off", "yes", "no"] and properties["dim"]["default"] is True
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json", ".yaml"])
+def test_an_empty_catalog_file_is_refused_whatever_its_type(tmp_path: Path, suffix: str) -> None:
+    path = write(tmp_path / f"empty{suffix}", "\n" if suffix == ".jsonl" else ("[]" if suffix == ".json" else "[]\n"))
+    with pytest.raises(CatalogError, match="has no tools"):
+        load_catalog(path)
+
+
+def test_a_file_that_is_not_utf8_names_the_byte_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(b'{"name": "ok", "description": "fine"}\n{"name": "caf\xe9", "description": "x"}\n')
+    with pytest.raises(CatalogError) as caught:
+        load_catalog(path)
+    message = str(caught.value)
+    assert "is not UTF-8 text: byte 0xe9 at line 2" in message and "Save the file as UTF-8" in message
 
 
 def test_unknown_field_is_a_typo_error() -> None:

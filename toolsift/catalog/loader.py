@@ -7,6 +7,7 @@ Each entry's dialect is detected on its own unless ``dialect`` is given.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -34,7 +35,7 @@ def load_catalog(path: str | Path, *, dialect: Dialect = "auto") -> Catalog:
     if not path.is_file():
         raise CatalogError("file not found", source=source, fix="Pass the path of a .json, .jsonl or .yaml catalog")
     suffix = path.suffix.lower()
-    text = path.read_bytes()
+    text = utf8_text(path.read_bytes(), source).encode()
     if suffix in (".jsonl", ".ndjson"):
         entries = list(_jsonl_entries(text, source))
     elif suffix in (".yaml", ".yml"):
@@ -47,6 +48,8 @@ def load_catalog(path: str | Path, *, dialect: Dialect = "auto") -> Catalog:
             source=source,
             fix="Use .json, .jsonl or .yaml (.yml)",
         )
+    if not entries:
+        raise CatalogError("has no tools", source=source, fix="Add at least one tool, or pass the catalog you meant")
     return Catalog(_tools_from_entries(entries, source, dialect), source=source)
 
 
@@ -63,11 +66,42 @@ def read_document(path: str | Path, what: str, error: type[InputFileError] = Cat
     file = Path(path)
     if not file.is_file():
         raise error("file not found", source=str(file), fix=f"Pass the path of your {what}")
-    raw = file.read_bytes()
+    text = utf8_text(file.read_bytes(), str(file), error)
     try:
-        return (orjson.loads(raw) if file.suffix == ".json" else yaml.safe_load(raw)), str(file)
-    except (orjson.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as problem:
+        return (orjson.loads(text) if file.suffix == ".json" else load_yaml(text)), str(file)
+    except (orjson.JSONDecodeError, yaml.YAMLError) as problem:
         raise error(f"cannot parse ({problem})", source=str(file)) from None
+
+
+def utf8_text(raw: bytes, source: str, error: type[InputFileError] = CatalogError) -> str:
+    """The file's text; a file that is not UTF-8 is an error naming the first bad byte and its line."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as problem:
+        line = raw[: problem.start].count(b"\n") + 1
+        raise error(
+            f"is not UTF-8 text: byte 0x{raw[problem.start]:02x} at line {line}, byte {problem.start}",
+            source=source,
+            fix="Save the file as UTF-8 (most editors offer it under 'Save with encoding')",
+        ) from None
+
+
+class Yaml12Loader(yaml.SafeLoader):
+    """PyYAML's safe loader with YAML 1.2 booleans: only true and false (any case) are booleans;
+    on, off, yes, no, y and n stay strings, so ``enum: [on, off]`` keeps its values."""
+
+
+Yaml12Loader.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def load_yaml(text: str | bytes) -> Any:
+    return yaml.load(text, Loader=Yaml12Loader)  # noqa: S506 - a SafeLoader subclass
 
 
 def parse_tool(entry: Mapping[str, Any], *, dialect: Dialect = "auto") -> Tool:
@@ -99,7 +133,7 @@ def _parse_json(text: bytes, source: str) -> Any:
 
 def _parse_yaml(text: bytes, source: str) -> Any:
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text)
     except yaml.YAMLError as error:
         raise CatalogError(f"invalid YAML ({error})", source=source) from None
 
