@@ -119,3 +119,57 @@ def test_tenants_file_is_checked(tmp_path: Path) -> None:
     digest = "a" * 64
     path.write_text(json.dumps({"tenants": {"a": {"key_sha256": digest, "tools": ["send_email"]}}}))
     assert load_tenants(path).specs[0].tools == ("send_email",)
+
+
+TYPO_TENANTS = {
+    "tenants": {
+        "ok": {"key": "ok-key-0123456789abcdef", "tags": ["email"]},
+        "typo": {"key": "typo-key-0123456789abcdef", "tags": ["emial"], "tools": ["send_emails"]},
+    }
+}
+
+
+def test_a_typo_in_a_tenants_tags_or_tools_is_named(tiny_router: Router) -> None:
+    problems = parse_tenants(TYPO_TENANTS).problems(tiny_router.catalog)
+    assert problems == [
+        "tenant 'typo': no tool has the tag 'emial' (did you mean 'email'?)",
+        "tenant 'typo': no tool is named 'send_emails' (did you mean 'send_email', 'search_emails'?)",
+        "tenant 'typo' sees no tool of this catalog (8 tools)",
+    ]
+
+
+def test_serve_refuses_to_start_with_a_tenant_typo(tmp_path: Path, tiny_router: Router) -> None:
+    from click.testing import CliRunner
+
+    from toolsift.cli import main
+
+    folder = tiny_router.save(tmp_path / "index")
+    tenants = tmp_path / "tenants.json"
+    tenants.write_text(json.dumps(TYPO_TENANTS))
+    result = CliRunner().invoke(main, ["serve", "--index", str(folder), "--tenants", str(tenants)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "tenants.json" in result.output and "no tool has the tag 'emial' (did you mean 'email'?)" in result.output
+
+
+def test_a_typo_is_logged_loudly_when_a_catalog_loads(tiny_router: Router, caplog: pytest.LogCaptureFixture) -> None:
+    app = create_app(tiny_router, settings=Settings(), tenants=parse_tenants(TYPO_TENANTS))
+    with caplog.at_level("WARNING", logger="toolsift.service"), TestClient(app):
+        pass
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert "tenants file: tenant 'typo' sees no tool of this catalog (8 tools)" in warnings
+
+
+def test_tenants_see_their_own_fingerprint_and_no_server_details(tiny_router: Router) -> None:
+    from toolsift.catalog import fingerprint_tools
+
+    key = "solo-key-0123456789abcdef"
+    tenants = parse_tenants({"tenants": {"solo": {"key": key, "tags": ["weather"]}}})
+    headers = {"Authorization": f"Bearer {key}"}
+    with TestClient(create_app(tiny_router, settings=Settings(), tenants=tenants)) as client:
+        mine = fingerprint_tools([t for t in tiny_router.catalog if "weather" in t.tags])
+        routed = client.post("/route", json={"query": "weather"}, headers=headers).json()
+        listed = client.get("/tools", headers=headers).json()
+        assert routed["catalog_fingerprint"] == listed["catalog_fingerprint"] == mine != tiny_router.catalog.fingerprint
+        assert "toolsift_catalog_tools" not in client.get("/metrics").text  # unauthenticated
+        lint = client.get("/lint", headers=headers).json()
+        assert lint["catalog"] == "catalog" and tiny_router.catalog.source not in json.dumps(lint)

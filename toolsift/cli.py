@@ -18,11 +18,12 @@ from toolsift.catalog.loader import DIALECTS
 from toolsift.catalog.names import PROVIDER_NAME_RULE
 from toolsift.curation.lint import CONFUSABLE_CLOSENESS
 from toolsift.embeddings import embedder_for
-from toolsift.errors import ToolsiftError
+from toolsift.errors import TenantsFileError, ToolsiftError
 from toolsift.index import INDEX_KINDS, ToolIndex
 from toolsift.router import ACCESS_POLICIES, MAX_K, OUTPUT_FORMATS, Access, Router, TagRules, deliver
 from toolsift.router.ranking import DEFAULT_LEXICAL_WEIGHT
 from toolsift.settings import BUNDLED_CATALOG, Settings
+from toolsift.tenants import Tenants, load_tenants
 
 
 class ToolsiftGroup(click.Group):
@@ -258,11 +259,7 @@ def serve(
     settings = Settings.from_env(
         None, index_path=index_path, host=host, port=port, mcp_servers=mcp_servers, tenants=tenants
     )
-    if settings.tenants is not None:
-        from toolsift.tenants import load_tenants
-
-        load_tenants(settings.tenants)  # fail now, with the file's problem
-        os.environ["TOOLSIFT_TENANTS"] = str(settings.tenants.resolve())
+    tenant_specs = load_tenants(settings.tenants) if settings.tenants is not None else None  # fail now
     if settings.mcp_servers is not None:
         from toolsift.mcp import load_sources
 
@@ -275,6 +272,10 @@ def serve(
         tools = _load_catalog(catalog, "auto")
         router = Router.build(tools, embedder_for(settings.model, tools), cache=_open_cache(settings, False))
         router.save(settings.index_path)
+    if tenant_specs is not None and settings.tenants is not None:
+        if settings.mcp_servers is None and (settings.index_path / "manifest.json").is_file():
+            _refuse_tenant_typos(tenant_specs, ToolIndex.load(settings.index_path).catalog, settings.tenants)
+        os.environ["TOOLSIFT_TENANTS"] = str(settings.tenants.resolve())
     os.environ["TOOLSIFT_INDEX_PATH"] = str(settings.index_path)
     from toolsift.service.http_protocol import MAX_HEADER_BYTES, JsonErrorH11Protocol
     from toolsift.service.observability import logging_config
@@ -291,6 +292,17 @@ def serve(
         http=JsonErrorH11Protocol,  # a request uvicorn cannot read gets a JSON error too
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
     )
+
+
+def _refuse_tenant_typos(tenants: Tenants, catalog: Catalog, path: Path) -> None:
+    """A tenant naming a tag or tool the catalog lacks would silently see less (or nothing)."""
+    problems = tenants.problems(catalog)
+    if problems:
+        raise TenantsFileError(
+            "; ".join(problems),
+            source=str(path),
+            fix="Fix those names in the tenants file (or add the tools to the catalog), then start again",
+        )
 
 
 @main.command("mcp")

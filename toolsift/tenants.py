@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Iterable
 from dataclasses import dataclass
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from toolsift.catalog import Catalog, fingerprint_tools
 from toolsift.catalog.loader import read_document
 from toolsift.errors import TenantsFileError, TenantUnauthorized
 from toolsift.router import Access, Router, TagRules
@@ -73,6 +76,7 @@ class Tenants:
 
     def __post_init__(self) -> None:
         self._scopes: dict[tuple[str, str], IdArray] = {}
+        self._fingerprints: dict[tuple[str, str], str] = {}
 
     def identify(self, key: str | None) -> TenantSpec:
         """The tenant whose key this is; compares digests in constant time."""
@@ -93,8 +97,34 @@ class Tenants:
         if cache_key not in self._scopes:
             if len(self._scopes) > 4 * len(self.specs):
                 self._scopes.clear()  # old catalogs
+                self._fingerprints.clear()
             self._scopes[cache_key] = router.scope_for(spec.rules(), spec.tools)
         return self._scopes[cache_key]
+
+    def fingerprint(self, spec: TenantSpec, router: Router) -> str:
+        """The fingerprint of the catalog as this tenant sees it (its tools only)."""
+        cache_key = (spec.name, router.catalog.fingerprint)
+        if cache_key not in self._fingerprints:
+            visible = [router.catalog[int(position)] for position in self.scope(spec, router).tolist()]
+            self._fingerprints[cache_key] = fingerprint_tools(visible)
+        return self._fingerprints[cache_key]
+
+    def problems(self, catalog: Catalog) -> list[str]:
+        """What in the tenants file this catalog does not have: a tag no tool carries, a tool name
+        it lacks (each with the nearest known ones), a tenant left with no tool at all. A typo
+        there silently leaves a tenant without tools, so the service says so at start-up."""
+        found = []
+        for spec in self.specs:
+            rules = spec.rules()
+            for tag in dict.fromkeys(rules.tags()):
+                if tag not in catalog.tags:
+                    found.append(f"tenant '{spec.name}': no tool has the tag '{tag}'{_nearest(tag, catalog.tags)}")
+            for name in spec.tools:
+                if name not in catalog:
+                    found.append(f"tenant '{spec.name}': no tool is named '{name}'{_nearest(name, catalog.names)}")
+            if not any(rules.permits(tool) and (not spec.tools or tool.name in spec.tools) for tool in catalog):
+                found.append(f"tenant '{spec.name}' sees no tool of this catalog ({len(catalog)} tools)")
+        return found
 
 
 def parse_tenants(document: Any, source: str = "<data>") -> Tenants:
@@ -120,6 +150,11 @@ def parse_tenants(document: Any, source: str = "<data>") -> Tenants:
     if len(set(digests)) != len(digests):
         raise TenantsFileError("two tenants share a key", source=source, fix="Give every tenant its own key")
     return Tenants(specs)
+
+
+def _nearest(word: str, known: Iterable[str]) -> str:
+    close = get_close_matches(word, sorted(known), n=3)
+    return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
 
 
 def load_tenants(path: str | Path) -> Tenants:

@@ -24,6 +24,15 @@ def publish(state: ServiceState, router: Router) -> None:
     """Serve ``router`` from now on, and count the reload."""
     state.routers.set(router)
     state.metrics.reloads.labels("ok").inc()
+    warn_about_tenants(state, router)
+
+
+def warn_about_tenants(state: ServiceState, router: Router) -> None:
+    """A tenant whose tags or tools this catalog lacks (a typo, or tools that left) is logged."""
+    if state.tenants is None:
+        return
+    for problem in state.tenants.problems(router.catalog):
+        logger.warning("tenants file: %s", problem)
 
 
 def load_index_folder(state: ServiceState, embedder: Embedder) -> Router:

@@ -18,7 +18,7 @@ from fastapi import FastAPI
 from toolsift.catalog import load_catalog
 from toolsift.mcp import LiveCatalog, load_sources, router_builder
 from toolsift.router import Router
-from toolsift.service.catalog_updates import publish, watch_index_folder
+from toolsift.service.catalog_updates import publish, warn_about_tenants, watch_index_folder
 from toolsift.service.state import ServiceState
 
 logger = logging.getLogger("toolsift.service")
@@ -37,6 +37,7 @@ def lifespan_for(state: ServiceState) -> Lifespan:
 
 @asynccontextmanager
 async def serve_given_router(state: ServiceState) -> AsyncIterator[None]:
+    warn_about_tenants(state, state.routers.get())
     yield
 
 
@@ -46,6 +47,7 @@ async def serve_index_folder(state: ServiceState) -> AsyncIterator[None]:
     if state.routers.peek() is None:  # not loaded yet (toolsift mcp loads it before it starts)
         logger.info("loading index from %s", settings.index_path)
         state.routers.set(Router.load(settings.index_path, ranking=settings.ranking()))
+        warn_about_tenants(state, state.routers.get())
     if settings.reload_interval <= 0:
         yield
         return

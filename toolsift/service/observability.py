@@ -93,7 +93,8 @@ class _SnapshotCollector(Collector):
 
     def collect(self) -> Iterable[Metric]:
         values = self._snapshot()
-        yield GaugeMetricFamily("toolsift_catalog_tools", "Tools in the serving catalog", value=values.get("tools", 0))
+        if "tools" in values:  # left out where the catalog's size is not public (tenants)
+            yield GaugeMetricFamily("toolsift_catalog_tools", "Tools in the serving catalog", value=values["tools"])
         yield GaugeMetricFamily("toolsift_sessions", "Sticky sessions held in memory", value=values.get("sessions", 0))
         yield CounterMetricFamily(
             "toolsift_query_cache_hits",

@@ -82,7 +82,8 @@ class ServiceState:
         if current is None:
             return {"sessions": len(self.sessions)}
         return {
-            "tools": len(current.catalog),
+            # unauthenticated: with tenants, the catalog's size is not for everyone to read
+            **({"tools": len(current.catalog)} if self.tenants is None else {}),
             "sessions": len(self.sessions),
             "query_cache_hits": current.query_cache.hits,
             "query_cache_misses": current.query_cache.misses,

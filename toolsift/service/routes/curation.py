@@ -30,6 +30,7 @@ def lint(state: State, tenant: Tenant) -> dict[str, Any]:
     findings = [f for f in report["findings"] if set(f["tools"]) <= visible]  # nothing about others' tools
     return {
         **report,
+        "catalog": "catalog",  # not the server's file path
         "tools": len(visible),
         "findings": findings,
         "counts": {s: sum(f["severity"] == s for f in findings) for s in ("error", "warning", "info")},

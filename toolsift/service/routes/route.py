@@ -44,4 +44,7 @@ def route(request: RouteRequest, state: State, tenant: Tenant) -> Response:
     state.metrics.route_latency.observe(result.took_ms / 1000)
     # timing goes in headers, so the body stays byte-identical for identical requests
     took = f"{result.took_ms:.3f}"
-    return JSONBytes(route_body(delivered), headers={"Server-Timing": f"route;dur={took}", "X-Toolsift-Took-Ms": took})
+    body = route_body(delivered)
+    if tenant is not None and state.tenants is not None:  # the catalog as this tenant sees it
+        body["catalog_fingerprint"] = state.tenants.fingerprint(tenant, current)
+    return JSONBytes(body, headers={"Server-Timing": f"route;dur={took}", "X-Toolsift-Took-Ms": took})
