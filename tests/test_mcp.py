@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from mcp import Client
@@ -270,7 +271,7 @@ def test_search_tools_over_mcp_in_process(bundled_router: Router) -> None:
     async def scenario() -> None:
         async with Client(create_mcp_server(lambda: bundled_router)) as client:
             listed = await client.list_tools()
-            assert [t.name for t in listed.tools] == ["search_tools"]
+            assert sorted(t.name for t in listed.tools) == ["list_tags", "search_tools"]
             query = "Email Sarah the quarterly report"
             result = await client.call_tool("search_tools", {"query": query, "k": 3})
             assert not result.is_error and result.structured_content is not None
@@ -343,3 +344,73 @@ def test_toolsift_mcp_follows_a_rebuilt_index_folder(tmp_path: Path, tiny_router
                 await anyio.sleep(0.2)
 
     anyio.run(scenario)
+
+
+def test_search_tools_validates_like_route_and_takes_pinned_and_min_score(tiny_router: Router) -> None:
+    async def scenario() -> None:
+        async with Client(create_mcp_server(lambda: tiny_router)) as client:
+            bad_id = await client.call_tool("search_tools", {"query": "x", "session_id": "has spaces"})
+            assert bad_id.is_error and "session_id" in bad_id.content[0].text  # type: ignore[union-attr]
+            too_low = await client.call_tool("search_tools", {"query": "x", "min_score": -1000})
+            assert too_low.is_error and "min_score" in too_low.content[0].text  # type: ignore[union-attr]
+            pinned = await client.call_tool("search_tools", {"query": "weather", "k": 1, "pinned": ["send_email"]})
+            assert pinned.structured_content is not None and pinned.structured_content["pinned"] == ["send_email"]
+            assert pinned.structured_content["tools"][0]["name"] == "send_email"
+            nothing = await client.call_tool("search_tools", {"query": "weather", "min_score": 99})
+            assert nothing.structured_content is not None and nothing.structured_content["matches"] == []
+            tags = await client.call_tool("list_tags", {})
+            assert tags.structured_content == {"tags": tiny_router.tag_index.visible_tags(None)}
+
+    anyio.run(scenario)
+
+
+@pytest.mark.slow
+def test_mcp_over_http_needs_a_key_and_scopes_by_tenant(tmp_path: Path, tiny_router: Router) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+
+    folder = tiny_router.save(tmp_path / "index")
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text("tenants:\n  wx:\n    key: wx-key-0123456789abcdef\n    tags: [weather]\n")
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "toolsift",
+        "mcp",
+        "--index",
+        str(folder),
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+    ]
+    process = subprocess.Popen(command, env={**os.environ, "TOOLSIFT_TENANTS": str(tenants)}, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=5)
+                break
+            except httpx.HTTPError:
+                assert process.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+        assert refused.status_code == 401 and refused.json()["error"]["type"] == "Unauthorized"
+        wrong = httpx.post(url, json={}, headers={"Authorization": "Bearer nope-0123456789abcdef"}, timeout=5)
+        assert wrong.status_code == 401
+
+        async def scenario() -> None:
+            import httpx2  # the MCP SDK's HTTP client
+
+            http = httpx2.AsyncClient(headers={"Authorization": "Bearer wx-key-0123456789abcdef"}, timeout=30)
+            async with http, Client(streamable_http_client(url, http_client=http)) as client:
+                found = await client.call_tool("search_tools", {"query": "send an email", "k": 8})
+                assert found.structured_content is not None
+                assert {m["name"] for m in found.structured_content["matches"]} == {"get_weather", "get_forecast"}
+                tags = await client.call_tool("list_tags", {})
+                assert tags.structured_content == {"tags": {"read": 2, "weather": 2}}
+
+        anyio.run(scenario)
+    finally:
+        process.terminate()
+        process.wait(timeout=60)

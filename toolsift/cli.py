@@ -322,16 +322,20 @@ def _refuse_tenant_typos(tenants: Tenants, catalog: Catalog, path: Path) -> None
 @click.option("--host", help="Interface to bind with --transport http [default: 127.0.0.1].")
 @click.option("--port", type=int, help="Port with --transport http [default: 8000].")
 def mcp_command(index_path: Path | None, transport: str, host: str | None, port: int | None) -> None:
-    """Serve toolsift itself as an MCP server with one tool, search_tools. Like `serve`, it follows
+    """Serve toolsift itself as an MCP server (search_tools, list_tags). Like `serve`, it follows
     the index folder: a new build there is loaded (TOOLSIFT_RELOAD_INTERVAL)."""
-    from toolsift.service.mcp_server import serve_index_folder_over_mcp
+    import uvicorn
+
+    from toolsift.service.mcp_server import mcp_http_app, serve_index_folder_over_mcp
 
     settings = Settings.from_env(None, index_path=index_path, host=host, port=port)
-    server = serve_index_folder_over_mcp(settings)  # loads the index now: a missing one is a one-line error
+    tenants = load_tenants(settings.tenants) if settings.tenants is not None else None
+    # the index is loaded now: a missing one is a one-line error
+    server, state = serve_index_folder_over_mcp(settings, tenants)
     if transport == "stdio":
         server.run("stdio")
     else:
-        server.run("streamable-http", host=settings.host, port=settings.port)
+        uvicorn.run(mcp_http_app(server, state), host=settings.host, port=settings.port, log_level=settings.log_level)
 
 
 @main.command()

@@ -1,54 +1,79 @@
-"""toolsift as an MCP server: one ``search_tools`` tool that any MCP client can call.
+"""toolsift as an MCP server: ``search_tools`` (the /route of MCP) and ``list_tags``.
 
     toolsift mcp --index var/index                      # stdio (for Claude Desktop, IDEs, agents)
     toolsift mcp --index var/index --transport http     # streamable HTTP on /mcp
 
 The result carries the chosen tools as MCP tool definitions (``inputSchema`` ...), best first in
 ``matches``, so a client can list them to its model or forward calls to the servers that own them.
+
+Over HTTP, with tenants or an admin token configured, every request needs a key
+(``Authorization: Bearer <key>`` or ``X-API-Key``), as the HTTP API does: a tenant's key scopes
+every answer to the tenant's tools; without tenants, the admin token is the key. Over stdio the
+client launched toolsift itself and sees the whole catalog.
 """
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any
 
+import orjson
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolsift._version import __version__
-from toolsift.errors import ToolsiftError
+from toolsift.errors import TenantUnauthorized, ToolsiftError
 from toolsift.router import MAX_K, MAX_QUERY_CHARS, Access, Router, SessionPolicy, SessionStore, TagRules, deliver
+from toolsift.router.router import MAX_PINNED
+from toolsift.service.dependencies import bearer_token
 from toolsift.service.lifespans import serve_index_folder
-from toolsift.service.schemas import route_body
+from toolsift.service.schemas import SESSION_ID_PATTERN, route_body
 from toolsift.service.state import ServiceState
 from toolsift.settings import Settings
+from toolsift.tenants import Tenants, TenantSpec
 
 INSTRUCTIONS = (
     "toolsift knows a large catalog of tools. Before answering a request that may need a tool, call "
-    "search_tools with the user's request; it returns the few tools that fit, with their schemas."
+    "search_tools with the user's request; it returns the few tools that fit, with their schemas. "
+    "list_tags gives the tags search_tools can filter on."
 )
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
-def serve_index_folder_over_mcp(settings: Settings) -> MCPServer:
+def serve_index_folder_over_mcp(settings: Settings, tenants: Tenants | None = None) -> tuple[MCPServer, ServiceState]:
     """The MCP server of ``toolsift mcp``: the index folder the settings name, loaded now and
     followed while the server runs (the same watcher and reload as the HTTP service)."""
-    state = ServiceState.create(None, settings, None)
+    state = ServiceState.create(None, settings, tenants)
     state.routers.set(Router.load(settings.index_path, ranking=settings.ranking()))
-    return create_mcp_server(state.routers.get, state.sessions, lifespan=lambda server: serve_index_folder(state))
+    server = create_mcp_server(
+        state.routers.get, state.sessions, lifespan=lambda server: serve_index_folder(state), tenants=tenants
+    )
+    return server, state
 
 
 def create_mcp_server(
     get_router: Callable[[], Router],
     sessions: SessionStore | None = None,
     lifespan: Callable[[MCPServer], AbstractAsyncContextManager[None]] | None = None,
+    tenants: Tenants | None = None,
 ) -> MCPServer:
-    """An MCP server whose ``search_tools`` routes with the router ``get_router()`` returns at
-    call time (so a reloaded router is picked up); ``lifespan`` runs beside it (a watcher)."""
+    """An MCP server whose tools answer from the router ``get_router()`` returns at call time
+    (so a reloaded router is picked up); ``lifespan`` runs beside it (a watcher). With
+    ``tenants``, a call over HTTP is answered from the calling tenant's tools only."""
     sessions = sessions if sessions is not None else SessionStore()
     server: MCPServer = MCPServer("toolsift", instructions=INSTRUCTIONS, version=__version__, lifespan=lifespan)
+
+    def caller(ctx: Context) -> TenantSpec | None:
+        headers = ctx.headers
+        if tenants is None or headers is None:  # no tenants, or stdio
+            return None
+        return tenants.identify(headers.get("x-api-key") or bearer_token(headers.get("authorization")))
 
     @server.tool(
         name="search_tools",
@@ -56,20 +81,35 @@ def create_mcp_server(
             "Find the tools that fit a request, from toolsift's catalog. Returns MCP tool definitions "
             "(tools, in a stable order) and the ranking (matches, best first, with scores)."
         ),
-        annotations=ToolAnnotations(
-            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        ),
+        annotations=READ_ONLY,
     )
     def search_tools(
+        ctx: Context,
         query: Annotated[
             str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The user's request, in their words")
         ],
         k: Annotated[int, Field(ge=1, le=MAX_K, description="How many tools at most")] = 5,
-        tags: Annotated[list[str] | None, Field(description="Only tools with at least one of these tags")] = None,
+        tags: Annotated[
+            list[str] | None, Field(description="Only tools with at least one of these tags (see list_tags)")
+        ] = None,
         exclude_tags: Annotated[list[str] | None, Field(description="No tool with any of these tags")] = None,
         access: Annotated[Access, Field(description="read_only: only tools that change nothing")] = "any",
+        pinned: Annotated[
+            list[str] | None,
+            Field(max_length=MAX_PINNED, description="Tools always returned, first; they do not count toward k"),
+        ] = None,
+        min_score: Annotated[
+            float | None,
+            Field(ge=-100, le=100, allow_inf_nan=False, description="Drop tools scoring below this (std. deviations)"),
+        ] = None,
         session_id: Annotated[
-            str | None, Field(max_length=128, description="Keep earlier results in place and append new ones")
+            str | None,
+            Field(
+                min_length=1,
+                max_length=128,
+                pattern=SESSION_ID_PATTERN,
+                description="Keep earlier results in place and append new ones",
+            ),
         ] = None,
         session_policy: Annotated[
             SessionPolicy, Field(description="outranking: append only new tools ranked above the session's best")
@@ -77,8 +117,10 @@ def create_mcp_server(
     ) -> dict[str, Any]:
         try:
             router = get_router()
+            tenant = caller(ctx)
+            scope = tenants.scope(tenant, router) if tenants is not None and tenant is not None else None
             rules = TagRules.parse(any_of=tags, exclude=exclude_tags, access=access)
-            result = router.route(query, k, rules)
+            result = router.route(query, k, rules, min_score=min_score, pinned=pinned or (), scope=scope)
             delivered = deliver(
                 router,
                 result,
@@ -87,9 +129,65 @@ def create_mcp_server(
                 session_id=session_id,
                 sessions=sessions,
                 session_policy=session_policy,
+                scope=scope,
+                session_namespace=tenant.name if tenant else "",
             )
             return route_body(delivered)
         except ToolsiftError as error:  # the message says what to fix; let the client's model read it
             raise ToolError(str(error)) from None
 
+    @server.tool(
+        name="list_tags",
+        description="The tags of toolsift's catalog, each with how many tools carry it: what search_tools filters on.",
+        annotations=READ_ONLY,
+    )
+    def list_tags(ctx: Context) -> dict[str, Any]:
+        try:
+            router = get_router()
+            tenant = caller(ctx)
+            scope = tenants.scope(tenant, router) if tenants is not None and tenant is not None else None
+            return {"tags": router.tag_index.visible_tags(scope)}
+        except ToolsiftError as error:
+            raise ToolError(str(error)) from None
+
     return server
+
+
+def mcp_http_app(server: MCPServer, state: ServiceState) -> ASGIApp:
+    """The streamable HTTP app (``/mcp``); behind a key check when tenants or an admin token are set."""
+    app = server.streamable_http_app(host=state.settings.host)
+    if state.tenants is None and not state.settings.admin_token:
+        return app
+    return KeyRequired(app, state)
+
+
+class KeyRequired:
+    """Refuses, with a JSON 401, an HTTP request without a tenant key (or, without tenants, the
+    admin token): MCP's handshake and listings included, not only the tool calls."""
+
+    def __init__(self, app: ASGIApp, state: ServiceState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not self._allowed(scope):
+            body = orjson.dumps({"error": {"type": "Unauthorized", "message": str(TenantUnauthorized())}})
+            headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
+            await send({"type": "http.response.start", "status": 401, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+    def _allowed(self, scope: Scope) -> bool:
+        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+        key = headers.get("x-api-key") or bearer_token(headers.get("authorization"))
+        if not key:
+            return False
+        if self.state.tenants is not None:
+            try:
+                self.state.tenants.identify(key)
+                return True
+            except TenantUnauthorized:
+                return False
+        expected = self.state.settings.admin_token or ""
+        return hmac.compare_digest(key.encode("utf-8", "surrogateescape"), expected.encode())
