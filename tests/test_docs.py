@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
 from toolsift import Router
+from toolsift.catalog import fingerprint_sequence
 from toolsift.cli import main
+from toolsift.router import OUTPUT_FORMATS
 from toolsift.service import create_app
+from toolsift.settings import Settings
 
 README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
 
@@ -52,3 +57,41 @@ def route_paths(routes: list[Any]) -> set[str]:
 
 def test_readme_gives_the_two_commands() -> None:
     assert "make serve" in README and "make test" in README
+
+
+def matches_example(example: object, actual: object) -> bool:
+    """``actual`` has everything ``example`` shows; ``"..."`` in the example stands for anything."""
+    if example == "...":
+        return True
+    if isinstance(example, dict) and isinstance(actual, dict):
+        if example == {"...": "..."}:
+            return True
+        return example.keys() == actual.keys() and all(matches_example(v, actual[k]) for k, v in example.items())
+    if isinstance(example, list) and isinstance(actual, list):
+        return len(example) == len(actual) and all(map(matches_example, example, actual))
+    return example == actual
+
+
+@pytest.mark.model
+def test_the_readme_example_is_what_the_bundled_catalog_answers(bundled_client: TestClient) -> None:
+    section = README[README.index("## Example") :]
+    request = json.loads(section.split("-d '", 1)[1].split("'", 1)[0])
+    example = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
+    actual = bundled_client.post("/route", json=request).json()
+    assert matches_example(example, actual), json.dumps(actual, indent=1)[:3000]
+
+
+def test_the_fingerprint_is_the_same_in_every_format_and_changes_with_the_tools(tiny_router: Router) -> None:
+    """As the README defines it: computed on the tools in the order sent, not on a format's bytes."""
+    with TestClient(create_app(tiny_router, settings=Settings())) as client:
+        request = {"query": "weather forecast", "k": 3, "pinned": ["send_email"]}
+        bodies = {f: client.post("/route", json={**request, "format": f}).json() for f in OUTPUT_FORMATS}
+        assert len({body["fingerprint"] for body in bodies.values()}) == 1
+        assert len({json.dumps(body["tools"]) for body in bodies.values()}) == len(OUTPUT_FORMATS)
+        other = client.post("/route", json={**request, "k": 2}).json()
+        assert other["fingerprint"] != bodies["toolsift"]["fingerprint"]
+        first = client.post("/route", json={"query": "weather", "k": 1, "session_id": "s"}).json()
+        second = client.post("/route", json={"query": "send an email", "k": 1, "session_id": "s"}).json()
+        names = [t["name"] for t in second["tools"]]
+        assert len(names) == 2 and second["fingerprint"] != first["fingerprint"]
+        assert second["fingerprint"] == fingerprint_sequence([tiny_router.catalog.get(n) for n in names])  # type: ignore[misc]
