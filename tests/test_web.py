@@ -51,7 +51,8 @@ def test_page_shows_overview_findings_and_route_breakdown(served: str) -> None:
         expect(page.locator("#findings-table tr").nth(1)).to_be_visible(timeout=60_000)
         first_finding = page.locator("#findings-table tr").nth(1).locator("td").all_inner_texts()
         assert first_finding[0] in ("error", "warning", "info") and len(first_finding[4]) > 10  # the fix
-        page.select_option("#severity", "info")
+        page.select_option("#severity", "info")  # the page asks the server for that severity's findings
+        expect(page.locator("#findings")).to_have_attribute("data-severity", "info", timeout=60_000)
         severities = page.locator("#findings-table td:first-child").all_inner_texts()
         assert severities and set(severities) == {"info"}
 
@@ -138,3 +139,23 @@ def test_page_with_a_tenant_key_shows_only_that_tenants_tools(bundled_index: Pat
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_lint_pages_and_filters_findings(tiny_router: object) -> None:
+    from fastapi.testclient import TestClient
+
+    from toolsift.service import create_app
+
+    with TestClient(create_app(tiny_router)) as client:  # type: ignore[arg-type]
+        everything = client.get("/lint", params={"limit": 1000}).json()
+        assert everything["total"] == len(everything["findings"]) == sum(everything["counts"].values())
+        assert sum(everything["checks"].values()) == everything["total"]
+        pages = [client.get("/lint", params={"offset": o, "limit": 2}).json()["findings"] for o in range(0, 40, 2)]
+        assert [f for page in pages for f in page] == everything["findings"]  # pages cover all, in order
+        code = next(iter(everything["checks"]))
+        only = client.get("/lint", params={"check": code, "limit": 1000}).json()
+        assert only["total"] == everything["checks"][code] and {f["code"] for f in only["findings"]} == {code}
+        warnings = client.get("/lint", params={"severity": "warning"}).json()
+        assert warnings["total"] == everything["counts"]["warning"]
+        assert client.get("/lint", params={"limit": 5000}).status_code == 422
+        assert client.get("/lint", params={"severity": "fatal"}).status_code == 422

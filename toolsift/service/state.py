@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 
+from toolsift.curation import LintReport
 from toolsift.errors import NotReady
 from toolsift.mcp import LiveCatalog
 from toolsift.router import Router, SessionStore
@@ -65,7 +65,7 @@ class ServiceState:
     folder_seen: FolderVersion = ("", 0.0)
     """The index folder version this process serves (for the watcher)."""
     edit_lock: anyio.Lock = field(default_factory=anyio.Lock)
-    lint_reports: dict[str, dict[str, Any]] = field(default_factory=dict)
+    lint_reports: dict[str, LintReport] = field(default_factory=dict)
     """The lint report of the serving catalog, by catalog fingerprint (one kept)."""
 
     def __post_init__(self) -> None:

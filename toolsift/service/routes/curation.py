@@ -1,41 +1,70 @@
-"""``GET /lint`` and the curation web page at ``/``."""
+"""``GET /lint`` (a page of findings at a time) and the curation web page at ``/``."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
-from toolsift.curation import lint_catalog
+from toolsift.curation import SEVERITIES, LintReport, Severity, lint_catalog
 from toolsift.service.dependencies import State, Tenant
+from toolsift.service.state import ServiceState
 
 WEB_PAGE = Path(__file__).parent.parent.parent / "web" / "index.html"
 router = APIRouter()
 
 
-@router.get("/lint", summary="Curation findings for the loaded catalog (what `toolsift lint` reports)")
-def lint(state: State, tenant: Tenant) -> dict[str, Any]:
+@router.get(
+    "/lint", summary="Curation findings for the loaded catalog (what `toolsift lint` reports), a page at a time"
+)
+def lint(
+    state: State,
+    tenant: Tenant,
+    offset: Annotated[int, Query(ge=0, le=100_000_000)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Findings per page")] = 100,
+    severity: Annotated[Severity | None, Query(description="Only findings of this severity")] = None,
+    check: Annotated[str | None, Query(max_length=64, description="Only findings of this check (its code)")] = None,
+) -> dict[str, Any]:
+    current = state.routers.get()
+    report = lint_report(state)
+    scope = state.scope_of(tenant, current)
+    visible = None if scope is None else {current.catalog[int(p)].name for p in scope.tolist()}
+    findings = [f for f in report.findings if visible is None or set(f.tools) <= visible]  # none about others' tools
+    chosen = [
+        f for f in findings if (severity is None or f.severity == severity) and (check is None or f.code == check)
+    ]
+    return {
+        "catalog": report.catalog if visible is None else "catalog",  # a tenant never sees the server's path
+        "tools": report.tools if visible is None else len(visible),
+        "counts": {s: sum(f.severity == s for f in findings) for s in SEVERITIES},
+        "checks": _count_by_check(findings),
+        "total": len(chosen),
+        "offset": offset,
+        "limit": limit,
+        "findings": [asdict(finding) for finding in chosen[offset : offset + limit]],
+        "schema_tokens": {n: c for n, c in report.schema_tokens.items() if visible is None or n in visible},
+        "per_tool_accuracy": report.per_tool_accuracy,
+    }
+
+
+def lint_report(state: ServiceState) -> LintReport:
+    """The serving catalog's report, computed once per catalog (one kept)."""
     current = state.routers.get()
     fingerprint = current.catalog.fingerprint
     if fingerprint not in state.lint_reports:
         state.lint_reports.clear()
-        state.lint_reports[fingerprint] = lint_catalog(current.catalog, current).to_json()
-    report = state.lint_reports[fingerprint]
-    scope = state.scope_of(tenant, current)
-    if scope is None:
-        return report
-    visible = {current.catalog[int(p)].name for p in scope.tolist()}
-    findings = [f for f in report["findings"] if set(f["tools"]) <= visible]  # nothing about others' tools
-    return {
-        **report,
-        "catalog": "catalog",  # not the server's file path
-        "tools": len(visible),
-        "findings": findings,
-        "counts": {s: sum(f["severity"] == s for f in findings) for s in ("error", "warning", "info")},
-        "schema_tokens": {name: cost for name, cost in report["schema_tokens"].items() if name in visible},
-    }
+        state.lint_reports[fingerprint] = lint_catalog(current.catalog, current)
+    return state.lint_reports[fingerprint]
+
+
+def _count_by_check(findings: list[Any]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for finding in findings:
+        counts[finding.code] = counts.get(finding.code, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
