@@ -127,3 +127,30 @@ def test_serve_runs_a_real_http_server(tmp_path: Path, tiny_file: Path, env: dic
         process.wait(timeout=10)
         if process.stdout:
             process.stdout.close()
+
+
+_BUILD_TWICE = """
+import sys
+from toolsift.cli import main
+main(["build", "--out", sys.argv[1], "-q"], standalone_mode=False)
+print("model imported:", "sentence_transformers" in sys.modules)
+"""
+
+
+@pytest.mark.model
+def test_a_build_from_a_full_cache_never_loads_the_model(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    environment = {**os.environ, "TOOLSIFT_CACHE_DIR": str(tmp_path / "cache")}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _BUILD_TWICE, str(tmp_path / f"index{n}")],
+            env=environment, capture_output=True, text=True, check=True, timeout=600,
+        ).stdout
+        for n in (1, 2)
+    ]  # fmt: skip
+    assert "254 embedded, 0 from cache" in runs[0] and "model imported: True" in runs[0]
+    assert "0 embedded, 254 from cache" in runs[1] and "model not loaded" in runs[1]
+    assert "model imported: False" in runs[1]

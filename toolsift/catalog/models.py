@@ -8,9 +8,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
 from typing import Any
 
+import jsonschema_rs
 import orjson
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolsift.catalog.names import PROVIDER_NAME_RULE, wire_name
@@ -80,11 +79,11 @@ class Tool(BaseModel):
         declared_type = schema.get("type", "object")
         if declared_type != "object":
             raise ValueError(f"the top-level schema must have type 'object', not {declared_type!r}")
-        try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as error:
-            path = "/".join(str(p) for p in error.absolute_path) or "(root)"
-            raise ValueError(f"not a valid JSON schema at {path}: {error.message}") from None
+        try:  # against the JSON Schema meta-schema (2020-12 unless "$schema" says otherwise)
+            jsonschema_rs.meta.validate(schema)
+        except jsonschema_rs.ValidationError as error:
+            path = "/".join(str(p) for p in error.instance_path) or "(root)"
+            raise ValueError(f"not a valid JSON schema at {path}: {error.message.splitlines()[0]}") from None
         properties = schema.get("properties", {})
         for required in schema.get("required", []):
             if required not in properties:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from toolsift.errors import EmbedderUnavailable
 from toolsift.types import Matrix
 
 
@@ -65,3 +66,43 @@ class EmbedderWrapper:
 
     def embed_queries(self, texts: Sequence[str]) -> Matrix:
         return self.inner.embed_queries(texts)
+
+
+class LazyEmbedder:
+    """An embedder whose model loads on the first ``embed_*`` call; name and dimension are known
+    before. For builds that may find every vector in the cache."""
+
+    def __init__(self, name: str, dimension: int, load: Callable[[], Embedder]) -> None:
+        self._name = name
+        self._dimension = dimension
+        self._load = load
+        self._inner: Embedder | None = None
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def loaded(self) -> bool:
+        return self._inner is not None
+
+    def _model(self) -> Embedder:
+        if self._inner is None:
+            self._inner = self._load()
+            if (self._inner.name, self._inner.dimension) != (self._name, self._dimension):
+                raise EmbedderUnavailable(
+                    self._name,
+                    f"it loaded as {self._inner.name} with {self._inner.dimension} dimensions, not {self._dimension}",
+                    "Reinstall the package that ships it",
+                )
+        return self._inner
+
+    def embed_documents(self, texts: Sequence[str], *, progress: bool = False) -> Matrix:
+        return self._model().embed_documents(texts, progress=progress)
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        return self._model().embed_queries(texts)

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterable
 
 from toolsift.catalog import Catalog
-from toolsift.embeddings.base import Embedder
+from toolsift.embeddings.base import Embedder, LazyEmbedder
 from toolsift.embeddings.e5 import E5_MODEL, E5Embedder
 from toolsift.embeddings.ensemble import EnsembleEmbedder
 from toolsift.embeddings.hashing import HashingEmbedder
@@ -32,10 +32,26 @@ def model_for(name: str, texts: Iterable[str]) -> str:
     return MULTILINGUAL_MODEL if non_latin_share(texts) >= NON_LATIN_SHARE else DEFAULT_MODEL
 
 
-def embedder_for(name: str, catalog: Catalog) -> Embedder:
+def embedder_for(name: str, catalog: Catalog, *, lazy: bool = False) -> Embedder:
     """The embedder ``name`` names; for ``auto``, the one ``model_for`` picks for ``catalog``'s
-    descriptions (its prose: names and parameters are mostly English identifiers in any language)."""
-    return get_embedder(model_for(name, (tool.description for tool in catalog)))
+    descriptions (its prose: names and parameters are mostly English identifiers in any language).
+    ``lazy``: load the model only when something is embedded (a build whose vectors all come from
+    the cache never loads it)."""
+    chosen = model_for(name, (tool.description for tool in catalog))
+    return lazy_embedder(chosen) if lazy else get_embedder(chosen)
+
+
+KNOWN_DIMENSIONS = {DEFAULT_MODEL: 384, E5_MODEL: 384}
+"""Vector sizes of the packaged models, known without loading them."""
+
+
+def lazy_embedder(name: str) -> Embedder:
+    """``get_embedder(name)``, loaded on first use when its dimension is known without loading."""
+    if "+" in name:
+        return EnsembleEmbedder([lazy_embedder(part) for part in name.split("+")])
+    if name in KNOWN_DIMENSIONS and name not in _loaded:
+        return LazyEmbedder(name, KNOWN_DIMENSIONS[name], lambda: get_embedder(name))
+    return get_embedder(name)
 
 
 def non_latin_share(texts: Iterable[str]) -> float:
