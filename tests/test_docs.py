@@ -31,6 +31,7 @@ def test_every_route_is_documented(tiny_router: Router) -> None:
     assert paths == {
         "/",
         "/route",
+        "/deferred",
         "/tools",
         "/healthz",
         "/lint",

@@ -20,6 +20,7 @@ from toolsift.embeddings import embedder_for
 from toolsift.errors import TenantsFileError, ToolsiftError
 from toolsift.index import INDEX_KINDS, ToolIndex
 from toolsift.router import ACCESS_POLICIES, MAX_K, OUTPUT_FORMATS, Access, Router, TagRules, deliver
+from toolsift.router.deferred import DEFERRED_FORMATS, deferred_tools
 from toolsift.router.ranking import DEFAULT_LEXICAL_WEIGHT
 from toolsift.settings import BUNDLED_CATALOG, Settings
 from toolsift.tenants import Tenants, load_tenants
@@ -451,6 +452,29 @@ def tools(index_path: Path | None, tags: tuple[str, ...]) -> None:
     for tool in sorted(catalog, key=lambda tool: tool.name):
         if not tags or set(tags) & set(tool.tags):
             click.echo(f"{tool.name}  [{', '.join(tool.tags)}]" if tool.tags else tool.name)
+
+
+@main.command()
+@click.option(
+    "--index",
+    "index_path",
+    type=click.Path(path_type=Path),
+    help="Index folder [default: TOOLSIFT_INDEX_PATH or var/index].",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(DEFERRED_FORMATS),
+    required=True,
+    help="anthropic (Messages API) or openai (Responses API).",
+)
+def deferred(index_path: Path | None, output_format: str) -> None:
+    """Print the tools array of deferred loading (what GET /deferred returns): the search tool,
+    then every tool with defer_loading: true. Send it unchanged on every turn."""
+    settings = Settings.from_env(None, index_path=index_path)
+    catalog = ToolIndex.load(settings.index_path).catalog
+    payload = deferred_tools(catalog.tools, output_format)  # type: ignore[arg-type]
+    sys.stdout.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
 
 
 for _command in BENCH_COMMANDS:

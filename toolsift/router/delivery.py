@@ -1,12 +1,17 @@
 """Turn a route result into what a caller sends to its LLM: the response body of ``/route``.
 
-Two delivery modes:
+Delivery modes:
 
 - ``subset`` (default): ``tools`` holds only the routed tools (pinned first, then the matches,
   each group by name), or, with a session, the session's append-only list.
 - ``allowed_tools`` (OpenAI only): ``tools`` holds a stable superset (the session's list, or every
   tool the rules allow when there is no session) and ``tool_choice`` masks it down to this turn's
   tools, so the tools array, and with it the cached prefix, stays the same from turn to turn.
+- ``tool_reference`` and ``tool_search_output`` (deferred loading, ``toolsift.router.deferred``):
+  the answer to the model's search call, which the agent appends to the conversation while its
+  tools array (every tool, deferred) never changes: Anthropic ``tool_reference`` blocks for a
+  ``tool_result``, or an OpenAI Responses ``tool_search_output`` item. With a session, a tool
+  referenced on an earlier turn is not referenced again (the model holds it) unless asked.
 
 ``deliver`` returns a ``Delivered``: what to send and why. The HTTP service, the MCP server and
 the CLI turn it into the ``/route`` response body (``toolsift.service.schemas``). It depends only
@@ -25,13 +30,14 @@ import numpy as np
 from toolsift.catalog import Tool, fingerprint_sequence
 from toolsift.catalog.names import wire_name
 from toolsift.errors import InvalidQuery
-from toolsift.router.formats import OutputFormat, format_tool
+from toolsift.router.formats import OutputFormat, format_tool, to_responses
 from toolsift.router.router import Router, RouteResult
 from toolsift.router.rules import TagRules
 from toolsift.router.sessions import SessionPolicy, SessionStore, SessionTurn
 from toolsift.types import IdArray
 
-Delivery = Literal["subset", "allowed_tools"]
+Delivery = Literal["subset", "allowed_tools", "tool_reference", "tool_search_output"]
+DEFERRED_DELIVERIES = ("tool_reference", "tool_search_output")
 DELIVERY_MODES: tuple[str, ...] = get_args(Delivery)
 MAX_SUPERSET = 128
 """OpenAI accepts at most 128 tools per request: the most an allowed_tools superset may hold."""
@@ -51,6 +57,24 @@ class Delivered:
     """With a session id: what this turn did to the session's list (its ``session_id`` is the caller's)."""
     tool_choice: dict[str, Any] | None = None
     """With ``allowed_tools``: the OpenAI ``tool_choice`` masking ``tools`` to this turn's."""
+    references: tuple[Tool, ...] = ()
+    """With a deferred delivery: the tools to reference on this turn (pinned first, then matches)."""
+    call_id: str | None = None
+    """With ``tool_search_output``: the model's tool search call this answers."""
+
+    def tool_reference_content(self) -> list[dict[str, Any]]:
+        """Anthropic ``tool_reference`` blocks, for the ``content`` of the search call's ``tool_result``."""
+        return [{"type": "tool_reference", "tool_name": wire_name(tool.name)} for tool in self.references]
+
+    def tool_search_output(self) -> dict[str, Any]:
+        """The OpenAI Responses ``tool_search_output`` item answering the model's search call."""
+        return {
+            "type": "tool_search_output",
+            "execution": "client",
+            "call_id": self.call_id,
+            "status": "completed",
+            "tools": [to_responses(tool) for tool in self.references],
+        }
 
     @property
     def fingerprint(self) -> str:
@@ -129,6 +153,8 @@ def deliver(
     session_policy: SessionPolicy = "all",
     scope: IdArray | None = None,
     session_namespace: str = "",
+    call_id: str | None = None,
+    repeat_references: bool = False,
 ) -> Delivered:
     """What to send for ``result``: the tools array in the requested delivery mode."""
     if delivery not in DELIVERY_MODES:
@@ -138,6 +164,8 @@ def deliver(
             "delivery",
             "allowed_tools is an OpenAI feature; send format=openai with it, or use delivery=subset",
         )
+    if delivery == "tool_search_output" and not call_id:
+        raise InvalidQuery("call_id", "tool_search_output answers one tool search call: send that call's call_id")
     selected = result.tools
     tools: tuple[Tool, ...] = selected
     turn: SessionTurn | None = None
@@ -154,4 +182,8 @@ def deliver(
     elif delivery == "allowed_tools":
         tools = superset_for(router, rules or TagRules(), result.pinned, scope)
     choice = allowed_tools_choice([wire_name(tool.name) for tool in selected]) if delivery == "allowed_tools" else None
-    return Delivered(result, tools, output_format, delivery, turn, choice)
+    references: tuple[Tool, ...] = ()
+    if delivery in DEFERRED_DELIVERIES:
+        new = set(turn.appended) if turn is not None and not repeat_references else None  # the model holds the rest
+        references = tuple(tool for tool in selected if new is None or tool.name in new)
+    return Delivered(result, tools, output_format, delivery, turn, choice, references, call_id)

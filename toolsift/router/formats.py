@@ -3,13 +3,15 @@ carry each tool's wire name (``toolsift.catalog.names``): one every provider acc
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from toolsift.catalog import Tool
 from toolsift.catalog.names import wire_name
 
-OutputFormat = Literal["toolsift", "openai", "anthropic", "mcp"]
-OUTPUT_FORMATS: tuple[str, ...] = ("toolsift", "openai", "anthropic", "mcp")
+OutputFormat = Literal["toolsift", "openai", "responses", "anthropic", "mcp"]
+"""``openai``: Chat Completions (``{"type": "function", "function": {...}}``); ``responses``: the
+OpenAI Responses API's flat function tool (``{"type": "function", "name", ...}``)."""
+OUTPUT_FORMATS: tuple[str, ...] = get_args(OutputFormat)
 
 _EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -26,6 +28,16 @@ def to_openai(tool: Tool) -> dict[str, Any]:
     return {
         "type": "function",
         "function": {"name": wire_name(tool.name), "description": tool.description, "parameters": _schema(tool)},
+    }
+
+
+def to_responses(tool: Tool) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "name": wire_name(tool.name),
+        "description": tool.description,
+        "parameters": _schema(tool),
+        "strict": False,  # strict mode needs every property required and no extra ones: not every catalog's
     }
 
 
@@ -48,7 +60,13 @@ def to_toolsift(tool: Tool) -> dict[str, Any]:
     return tool.model_dump(mode="json", exclude_defaults=True)
 
 
-_FORMATTERS = {"toolsift": to_toolsift, "openai": to_openai, "anthropic": to_anthropic, "mcp": to_mcp}
+_FORMATTERS = {
+    "toolsift": to_toolsift,
+    "openai": to_openai,
+    "responses": to_responses,
+    "anthropic": to_anthropic,
+    "mcp": to_mcp,
+}
 
 
 def format_tool(tool: Tool, output_format: OutputFormat = "toolsift") -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The HTTP service and the MCP server: toolsift over the network.
 
-HTTP endpoints (docs at ``/docs``): ``POST /route``, ``GET /tools``, ``GET /healthz``,
+HTTP endpoints (docs at ``/docs``): ``POST /route``, ``GET /deferred``, ``GET /tools``, ``GET /healthz``,
 ``GET /metrics``, ``GET /lint``, the curation page at ``/``, and behind the admin token
 ``POST /admin/tools``, ``DELETE /admin/tools/{name}``, ``POST /admin/reload``, ``GET /admin/status``.
 ``toolsift.service:create_app`` is the app factory ``toolsift serve`` hands to uvicorn.

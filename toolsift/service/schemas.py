@@ -95,7 +95,20 @@ class RouteRequest(BaseModel):
     )
     delivery: Delivery = Field(
         default="subset",
-        description="allowed_tools (with format=openai): a stable superset in tools, masked by tool_choice",
+        description="allowed_tools (with format=openai): a stable superset in tools, masked by tool_choice; "
+        "tool_reference / tool_search_output: the answer to a deferred-loading search call (see GET /deferred)",
+    )
+    call_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        pattern=r"^[A-Za-z0-9._:-]+$",
+        description="With delivery=tool_search_output: the call_id of the model's tool search call",
+    )
+    repeat_references: bool = Field(
+        default=False,
+        description="With a deferred delivery and a session: reference every match again, also those "
+        "referenced on earlier turns",
     )
 
     def rules(self) -> TagRules:
@@ -187,6 +200,15 @@ class RouteResponse(BaseModel):
     tool_choice: dict[str, Any] | None = Field(
         default=None, description="With delivery=allowed_tools: OpenAI tool_choice masking tools to this turn's"
     )
+    content: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="With delivery=tool_reference: tool_reference blocks, the content of the tool_result "
+        "answering the model's search call",
+    )
+    output_item: dict[str, Any] | None = Field(
+        default=None,
+        description="With delivery=tool_search_output: the OpenAI Responses tool_search_output item to append",
+    )
     names: dict[str, str] | None = Field(
         default=None,
         description="Sent name -> catalog name, for tools whose catalog names providers refuse "
@@ -210,13 +232,17 @@ class RouteResponse(BaseModel):
             session=SessionOut.of(delivered.session) if delivered.session else None,
             tool_choice=delivered.tool_choice,
             names=delivered.renamed or None,
+            content=delivered.tool_reference_content() if delivered.delivery == "tool_reference" else None,
+            output_item=delivered.tool_search_output() if delivered.delivery == "tool_search_output" else None,
         )
 
 
 def route_body(delivered: Delivered) -> dict[str, Any]:
-    """The ``/route`` response body: ``session``, ``tool_choice`` and ``names`` only when they apply."""
+    """The ``/route`` response body; ``session``, ``tool_choice``, ``names``, ``content`` and
+    ``output_item`` only where they apply."""
     response = RouteResponse.of(delivered)
-    absent = {name for name in ("session", "tool_choice", "names") if getattr(response, name) is None}
+    optional = ("session", "tool_choice", "names", "content", "output_item")
+    absent = {name for name in optional if getattr(response, name) is None}
     return response.model_dump(exclude=absent)
 
 

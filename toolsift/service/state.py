@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 
@@ -67,6 +68,8 @@ class ServiceState:
     edit_lock: anyio.Lock = field(default_factory=anyio.Lock)
     lint_reports: dict[str, LintReport] = field(default_factory=dict)
     """The lint report of the serving catalog, by catalog fingerprint (one kept)."""
+    deferred_payloads: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    """GET /deferred answers by (catalog fingerprint, tenant, format)."""
 
     def __post_init__(self) -> None:
         self.metrics = Metrics(self.snapshot)

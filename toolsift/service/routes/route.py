@@ -40,6 +40,8 @@ def route(request: RouteRequest, state: State, tenant: Tenant) -> Response:
         session_policy=request.session_policy,
         scope=scope,
         session_namespace=tenant.name if tenant else "",
+        call_id=request.call_id,
+        repeat_references=request.repeat_references,
     )
     state.metrics.route_latency.observe(result.took_ms / 1000)
     # timing goes in headers, so the body stays byte-identical for identical requests

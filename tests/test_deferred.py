@@ -1,0 +1,381 @@
+"""Deferred loading: payloads checked against the anthropic and openai SDKs' own types, the constant
+tools array (GET /deferred), search answers (tool_reference, tool_search_output) with sessions and
+rules, the Python client against a real `toolsift serve`, and both agent loops end to end against
+a local stand-in of each provider that answers with the SDK's own response types."""
+
+from __future__ import annotations
+
+import collections.abc
+import json
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+import anthropic
+import httpx
+import httpx2
+import openai
+import pytest
+from anthropic.types import Message, TextBlock, ToolParam, ToolReferenceBlockParam, ToolUseBlock, Usage
+from anthropic.types.tool_result_block_param import Content as ToolResultContent
+from fastapi.testclient import TestClient
+from openai.types.responses import (
+    FunctionToolParam,
+    Response,
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseToolSearchCall,
+    ToolSearchToolParam,
+)
+from openai.types.responses import ToolParam as ResponsesToolParam
+from openai.types.responses.response_tool_search_output_item_param_param import ResponseToolSearchOutputItemParamParam
+from pydantic import TypeAdapter, ValidationError
+from typing_extensions import is_typeddict
+
+from toolsift import Router
+from toolsift.catalog import parse_catalog
+from toolsift.client import SEARCH_TOOL_NAME, AsyncClient, Client
+from toolsift.errors import InvalidQuery, UnknownTag
+from toolsift.service import create_app
+from toolsift.settings import Settings
+from toolsift.tenants import parse_tenants
+
+from conftest import free_port, wait_until_serving
+
+ADMIN = {"Authorization": "Bearer admin-token-0123456789"}
+WEATHER_TOOLS = {"get_weather", "get_forecast", "get_weather_forecast"}
+
+
+def conforms(kind: Any, payload: Any) -> bool:
+    """``payload`` is a valid ``kind``, an SDK type: a TypedDict has every required key and no
+    unknown one, and each value conforms to its field's type; lists are checked item by item
+    (pydantic validates ``Iterable`` fields lazily, so they are walked here); anything else is
+    validated by pydantic and must come back unchanged."""
+    if is_typeddict(kind):
+        hints = get_type_hints(kind)
+        return (
+            isinstance(payload, dict)
+            and set(payload) <= set(hints)
+            and set(kind.__required_keys__) <= set(payload)
+            and all(conforms(hints[key], value) for key, value in payload.items())
+        )
+    if get_origin(kind) in (Union, UnionType):
+        return any(conforms(option, payload) for option in get_args(kind))
+    if get_origin(kind) in (Iterable, list, collections.abc.Sequence) and isinstance(payload, list):
+        (item,) = get_args(kind) or (Any,)
+        return all(conforms(item, value) for value in payload)
+    try:
+        return bool(TypeAdapter(kind).validate_python(payload) == payload)
+    except ValidationError:
+        return False
+
+
+@pytest.fixture
+def client(tiny_router: Router) -> Iterator[TestClient]:
+    settings = Settings(admin_token=ADMIN["Authorization"][7:])
+    with TestClient(create_app(tiny_router, settings=settings)) as test_client:
+        yield test_client
+
+
+def test_the_deferred_tools_are_sdk_tool_params(client: TestClient, tiny_router: Router) -> None:
+    claude = client.get("/deferred", params={"format": "anthropic"}).json()
+    assert claude["count"] == len(tiny_router.catalog) and claude["tools"][0]["name"] == SEARCH_TOOL_NAME
+    assert all(conforms(ToolParam, tool) for tool in claude["tools"])
+    assert (
+        all(tool["defer_loading"] is True for tool in claude["tools"][1:]) and "defer_loading" not in claude["tools"][0]
+    )
+    names = [tool["name"] for tool in claude["tools"][1:]]
+    assert names == sorted(names)
+
+    gpt = client.get("/deferred", params={"format": "openai"}).json()
+    assert conforms(ToolSearchToolParam, gpt["tools"][0]) and gpt["tools"][0]["execution"] == "client"
+    assert all(conforms(FunctionToolParam, tool) and tool["defer_loading"] for tool in gpt["tools"][1:])
+    assert conforms(list[ResponsesToolParam], gpt["tools"])
+
+
+def test_deferred_is_byte_stable_with_an_etag_that_follows_the_visible_catalog(client: TestClient) -> None:
+    first = client.get("/deferred", params={"format": "anthropic"})
+    again = client.get("/deferred", params={"format": "anthropic"})
+    assert first.content == again.content and first.headers["etag"] == f'"{first.json()["fingerprint"]}"'
+    unchanged = client.get(
+        "/deferred", params={"format": "anthropic"}, headers={"If-None-Match": first.headers["etag"]}
+    )
+    assert unchanged.status_code == 304 and unchanged.content == b""
+    tool = {"name": "send_fax", "description": "Send a fax to a phone number."}
+    assert client.post("/admin/tools", json={"tools": [tool]}, headers=ADMIN).status_code == 200
+    changed = client.get("/deferred", params={"format": "anthropic"}, headers={"If-None-Match": first.headers["etag"]})
+    assert changed.status_code == 200 and changed.headers["etag"] != first.headers["etag"]
+    assert client.get("/deferred", params={"format": "gemini"}).status_code == 422
+
+
+def test_each_tenant_gets_its_own_deferred_list(tiny_router: Router) -> None:
+    tenants = parse_tenants(
+        {"tenants": {"wx": {"key": "wx-key-0123456789abcdef", "tags": ["weather"]}, "mail": {"key": "mail-key-0123456789ab", "tags": ["email"]}}}
+    )  # fmt: skip
+    with TestClient(create_app(tiny_router, settings=Settings(), tenants=tenants)) as client:
+        weather = client.get(
+            "/deferred", params={"format": "anthropic"}, headers={"X-API-Key": "wx-key-0123456789abcdef"}
+        )
+        mail = client.get("/deferred", params={"format": "anthropic"}, headers={"X-API-Key": "mail-key-0123456789ab"})
+        assert [t["name"] for t in weather.json()["tools"][1:]] == ["get_forecast", "get_weather"]
+        assert [t["name"] for t in mail.json()["tools"][1:]] == ["search_emails", "send_email"]
+        assert weather.headers["etag"] != mail.headers["etag"]
+        assert client.get("/deferred", params={"format": "anthropic"}).status_code == 401
+
+
+def test_tool_reference_answers_are_sdk_tool_results_and_a_session_references_once(client: TestClient) -> None:
+    request = {
+        "query": "weather forecast",
+        "k": 2,
+        "delivery": "tool_reference",
+        "format": "anthropic",
+        "session_id": "s1",
+    }
+    first = client.post("/route", json=request).json()
+    referenced = [block["tool_name"] for block in first["content"]]
+    assert referenced and set(referenced) == {m["name"] for m in first["matches"]}
+    # each block is the SDK's ToolReferenceBlockParam, which a tool_result's content may hold
+    assert all(conforms(ToolReferenceBlockParam, block) for block in first["content"])
+    assert ToolReferenceBlockParam in get_args(ToolResultContent)
+    again = client.post("/route", json=request).json()
+    assert again["content"] == []  # the model holds them already
+    repeated = client.post("/route", json={**request, "repeat_references": True}).json()
+    assert [block["tool_name"] for block in repeated["content"]] == referenced
+    other = client.post("/route", json={**request, "query": "send an email"}).json()
+    assert {b["tool_name"] for b in other["content"]} == {m["name"] for m in other["matches"]} - set(referenced)
+
+
+def test_tool_search_output_is_an_sdk_item_and_needs_the_call_id(client: TestClient) -> None:
+    request = {"query": "weather forecast", "k": 2, "delivery": "tool_search_output", "format": "responses"}
+    missing = client.post("/route", json=request)
+    assert missing.status_code == 400 and "call_id" in missing.json()["error"]["message"]
+    body = client.post("/route", json={**request, "call_id": "call_7"}).json()
+    item = body["output_item"]
+    assert conforms(ResponseToolSearchOutputItemParamParam, item)
+    assert item["call_id"] == "call_7" and item["execution"] == "client" and item["status"] == "completed"
+    assert [tool["name"] for tool in item["tools"]] == sorted(m["name"] for m in body["matches"])
+    assert all(conforms(FunctionToolParam, tool) for tool in item["tools"])
+
+
+def test_deferred_answers_obey_the_requests_rules(client: TestClient) -> None:
+    base = {"query": "delete the file and check the weather", "k": 8, "session_id": "rules"}
+    everything = client.post("/route", json={**base, "delivery": "tool_reference"}).json()
+    assert "delete_file" in {block["tool_name"] for block in everything["content"]}
+    safe = client.post(
+        "/route", json={**base, "delivery": "tool_search_output", "call_id": "c1", "tags": {"exclude": ["admin"]}}
+    ).json()
+    assert "delete_file" not in {t["name"] for t in safe["output_item"]["tools"]} | {t["name"] for t in safe["tools"]}
+    assert safe["session"]["withheld"] == ["delete_file"]
+    pinned = client.post(
+        "/route", json={"query": "x", "delivery": "tool_reference", "pinned": ["delete_file"], "access": "read_only"}
+    )
+    assert pinned.status_code == 400 and "'delete_file' is pinned" in pinned.json()["error"]["message"]
+
+
+def test_the_cli_prints_what_get_deferred_returns(client: TestClient, tiny_router: Router, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from toolsift.cli import main
+
+    folder = tiny_router.save(tmp_path / "index")
+    printed = CliRunner().invoke(main, ["deferred", "--index", str(folder), "--format", "openai"])
+    assert printed.exit_code == 0, printed.output
+    assert json.loads(printed.output) == client.get("/deferred", params={"format": "openai"}).json()
+
+
+# -- the client against a real server, and both agent loops ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from toolsift.embeddings import HashingEmbedder
+
+    from conftest import TINY_TOOLS
+
+    tools = [
+        *TINY_TOOLS,
+        {"name": "get_weather_forecast", "description": "Weather forecast: rain, sun, wind for a city."},
+    ]
+    folder = Router.build(parse_catalog(tools, source="tiny"), HashingEmbedder(64)).save(
+        tmp_path_factory.mktemp("served") / "index"
+    )
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolsift", "serve", "--index", str(folder), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_serving(url, process)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+@pytest.mark.slow
+def test_the_client_routes_lists_and_maps_errors(served: str) -> None:
+    with Client(served) as toolsift:
+        assert toolsift.health()["status"] == "ok" and toolsift.tools(tag=["weather"]).total == 2
+        result = toolsift.route("weather forecast for Paris", k=2, format="anthropic")
+        assert len(result.matches) == 2 and all("input_schema" in tool for tool in result.tools)
+        with pytest.raises(UnknownTag, match="Did you mean 'weather'"):
+            toolsift.route("x", tags=["wether"])
+        with pytest.raises(InvalidQuery) as caught:
+            toolsift.route("weather", delivery="tool_search_output")
+        assert getattr(caught.value, "status", None) == 400
+    with Client(f"http://127.0.0.1:{free_port()}", retries=1) as nobody, pytest.raises(httpx.ConnectError):
+        nobody.health()
+
+
+@pytest.mark.slow
+def test_the_async_client_answers_like_the_blocking_one(served: str) -> None:
+    import anyio
+
+    async def scenario() -> None:
+        async with AsyncClient(served) as toolsift:
+            deferred = await toolsift.deferred("openai")
+            with Client(served) as blocking:
+                assert deferred.tools == blocking.deferred("openai").tools
+            call = ResponseToolSearchCall(
+                id="ts_1", call_id="call_1", arguments={"query": "rain in Lisbon"}, execution="client",
+                status="completed", type="tool_search_call",
+            )  # fmt: skip
+            item = await toolsift.openai_tool_search_output(call)
+            assert item["call_id"] == "call_1" and conforms(ResponseToolSearchOutputItemParamParam, item)
+
+    anyio.run(scenario)
+
+
+def anthropic_stand_in(seen_tools: list[Any]) -> httpx2.MockTransport:
+    """The Messages API, as far as the loop needs it: search first, then call what was referenced."""
+
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        seen_tools.append(body["tools"])
+        last = body["messages"][-1]["content"]
+        results = [block for block in last if isinstance(block, dict) and block.get("type") == "tool_result"]
+        if not results:
+            blocks: list[Any] = [
+                ToolUseBlock(id="toolu_1", type="tool_use", name=SEARCH_TOOL_NAME, input={"query": last})
+            ]
+        elif any(isinstance(b, dict) and b.get("type") == "tool_reference" for b in results[0]["content"]):
+            found = [b["tool_name"] for b in results[0]["content"]]
+            blocks = [ToolUseBlock(id="toolu_2", type="tool_use", name=found[0], input={"city": "Lisbon"})]
+        else:
+            blocks = [TextBlock(type="text", text="Rain on Saturday.")]
+        stop: Literal["tool_use", "end_turn"] = "tool_use" if isinstance(blocks[0], ToolUseBlock) else "end_turn"
+        message = Message(
+            id="msg", type="message", role="assistant", model="stand-in", content=blocks, stop_reason=stop,
+            stop_sequence=None, usage=Usage(input_tokens=10, output_tokens=5),
+        )  # fmt: skip
+        return httpx2.Response(200, json=message.model_dump(mode="json"))
+
+    return httpx2.MockTransport(reply)
+
+
+@pytest.mark.slow
+def test_the_anthropic_agent_loop_runs_end_to_end(served: str) -> None:
+    seen_tools: list[Any] = []
+    claude = anthropic.Anthropic(
+        api_key="test", base_url="http://stand-in", http_client=httpx2.Client(transport=anthropic_stand_in(seen_tools))
+    )
+    called: list[str] = []
+    # -- the loop as the README shows it --
+    toolsift = Client(served)
+    tools = toolsift.deferred("anthropic").tools  # the same on every turn
+    messages: list[Any] = [{"role": "user", "content": "Will it rain in Lisbon this weekend?"}]
+    while True:
+        reply = claude.messages.create(model="claude-sonnet-4-5", max_tokens=1024, tools=tools, messages=messages)  # type: ignore[arg-type]
+        messages.append({"role": "assistant", "content": [block.model_dump() for block in reply.content]})
+        calls = [block for block in reply.content if block.type == "tool_use"]
+        if not calls:
+            break
+        results = [
+            toolsift.anthropic_tool_result(c) if c.name == SEARCH_TOOL_NAME else run_tool(c, called) for c in calls
+        ]
+        messages.append({"role": "user", "content": results})
+    # --
+    toolsift.close()
+    assert len(seen_tools) == 3 and all(tools == seen_tools[0] for tools in seen_tools)  # the prefix never changed
+    assert called and called[0] in WEATHER_TOOLS and reply.content[0].type == "text"
+
+
+def run_tool(call: Any, called: list[str]) -> dict[str, Any]:
+    called.append(call.name)
+    return {"type": "tool_result", "tool_use_id": call.id, "content": "rain on Saturday"}
+
+
+def openai_stand_in(seen_tools: list[Any]) -> httpx2.MockTransport:
+    """The Responses API: a client tool search first, then a call of the first tool found."""
+
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        seen_tools.append(body["tools"])
+        items = body["input"]
+        outputs = [i for i in items if isinstance(i, dict) and i.get("type") == "tool_search_output"]
+        answered = [i for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"]
+        output: list[Any]
+        if answered:
+            text = ResponseOutputText(type="output_text", text="Rain on Saturday.", annotations=[])
+            output = [
+                ResponseOutputMessage(id="m", type="message", role="assistant", status="completed", content=[text])
+            ]
+        elif outputs:
+            name = outputs[-1]["tools"][0]["name"]
+            output = [
+                ResponseFunctionToolCall(
+                    type="function_call", call_id="fc_1", name=name, arguments='{"city": "Lisbon"}'
+                )
+            ]
+        else:
+            query = items[0]["content"]
+            output = [
+                ResponseToolSearchCall(
+                    id="ts_1", call_id="call_1", arguments={"query": query}, execution="client", status="completed",
+                    type="tool_search_call",
+                )
+            ]  # fmt: skip
+        response = Response(
+            id="resp", object="response", created_at=0, model="stand-in", output=output, parallel_tool_calls=True,
+            tool_choice="auto", tools=[], status="completed",
+        )  # fmt: skip
+        return httpx2.Response(200, json=response.model_dump(mode="json"))
+
+    return httpx2.MockTransport(reply)
+
+
+@pytest.mark.slow
+def test_the_openai_agent_loop_runs_end_to_end(served: str) -> None:
+    seen_tools: list[Any] = []
+    gpt = openai.OpenAI(
+        api_key="test", base_url="http://stand-in/v1", http_client=httpx2.Client(transport=openai_stand_in(seen_tools))
+    )
+    called: list[str] = []
+    # -- the loop as the README shows it --
+    toolsift = Client(served)
+    tools = toolsift.deferred("openai").tools  # the same on every turn
+    items: list[Any] = [{"role": "user", "content": "Will it rain in Lisbon this weekend?"}]
+    while True:
+        response = gpt.responses.create(model="gpt-5.1", tools=tools, input=items)  # type: ignore[arg-type]
+        items += [item.model_dump(exclude_none=True) for item in response.output]
+        searches = [item for item in response.output if item.type == "tool_search_call"]
+        calls = [item for item in response.output if item.type == "function_call"]
+        if not searches and not calls:
+            break
+        items += [toolsift.openai_tool_search_output(search) for search in searches]
+        items += [{"type": "function_call_output", "call_id": c.call_id, "output": note(c.name, called)} for c in calls]
+    # --
+    toolsift.close()
+    assert len(seen_tools) == 3 and all(tools == seen_tools[0] for tools in seen_tools)
+    assert called and called[0] in WEATHER_TOOLS and response.output_text == "Rain on Saturday."
+
+
+def note(name: str, called: list[str]) -> str:
+    called.append(name)
+    return "rain on Saturday"

@@ -1,0 +1,275 @@
+"""A Python client for a toolsift service, and the glue of deferred loading for both providers.
+
+    from toolsift.client import Client
+
+    toolsift = Client("http://127.0.0.1:8000", api_key=None)
+    result = toolsift.route("will it rain in Lisbon?", k=3, format="anthropic")
+    result.tools                      # the definitions to send
+
+Deferred loading (see toolsift.router.deferred): send ``toolsift.deferred("anthropic").tools``
+on every turn; when the model calls the search tool, append what ``anthropic_tool_result`` (or,
+for OpenAI Responses, ``openai_tool_search_output``) returns. ``AsyncClient`` has the same methods.
+
+Errors come back as toolsift's own error classes (``UnknownTag``, ``InvalidQuery``, ...); a
+connection error, or a 503 while the service loads its index, is retried ``retries`` times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import httpx
+from pydantic import BaseModel
+
+from toolsift import errors
+from toolsift.router.deferred import SEARCH_TOOL_NAME, DeferredFormat
+from toolsift.service.schemas import RouteResponse
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+RETRY_STATUSES = frozenset({502, 503, 504})
+RETRY_ERRORS = (httpx.TransportError,)
+
+
+class DeferredTools(BaseModel):
+    """``GET /deferred``: the tools array to send on every turn, and its fingerprint."""
+
+    format: str
+    tools: list[dict[str, Any]]
+    count: int
+    fingerprint: str
+
+
+class ToolPage(BaseModel):
+    """``GET /tools``: one page of the catalog the caller may see."""
+
+    total: int
+    offset: int
+    limit: int
+    tools: list[dict[str, Any]]
+    tags: dict[str, int]
+    catalog_fingerprint: str
+    names: dict[str, str] | None = None
+
+
+class ServiceError(errors.ToolsiftError):
+    """An error the service returned whose type this client does not know."""
+
+
+def error_from(response: httpx.Response) -> errors.ToolsiftError:
+    """The toolsift error a non-2xx response carries, as its own class (``status`` set)."""
+    try:
+        body = response.json()["error"]
+        kind, message = str(body["type"]), str(body["message"])
+    except (ValueError, KeyError, TypeError):
+        kind, message = "ServiceError", f"HTTP {response.status_code}: {response.text[:500]}"
+    found = getattr(errors, kind, None)
+    cls = found if isinstance(found, type) and issubclass(found, errors.ToolsiftError) else ServiceError
+    error = cls.__new__(cls)  # the message is already written: skip the class's own formatting
+    Exception.__init__(error, message)
+    error.status = response.status_code  # type: ignore[attr-defined]
+    return error
+
+
+def route_request(query: str, **options: Any) -> dict[str, Any]:
+    """The ``POST /route`` body: ``query`` and the options that are set."""
+    return {"query": query, **{key: value for key, value in options.items() if value is not None}}
+
+
+def search_arguments(arguments: Any) -> dict[str, Any]:
+    """The search tool's arguments (a dict, or the JSON string some SDK objects hold)."""
+    if isinstance(arguments, str):
+        import orjson
+
+        arguments = orjson.loads(arguments or "{}")
+    if not isinstance(arguments, Mapping) or not isinstance(arguments.get("query"), str):
+        raise errors.InvalidQuery("query", f"the model's search call carries no query: {arguments!r}")
+    return dict(arguments)
+
+
+def _field(item: Any, name: str) -> Any:
+    return item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
+
+
+def _search_options(arguments: Mapping[str, Any], k: int, session_id: str | None) -> dict[str, Any]:
+    return {"k": int(arguments.get("k") or k), "tags": arguments.get("tags") or None, "session_id": session_id}
+
+
+class Client:
+    """A blocking client. ``api_key``: a tenant key (sent as ``X-API-Key``); ``admin_token`` for
+    the admin endpoints."""
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        retries: int = 3,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"X-API-Key": api_key} if api_key else {}
+        self._http = httpx.Client(base_url=base_url, headers=headers, timeout=timeout, transport=transport)
+        self.retries = retries
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        for attempt in range(self.retries + 1):
+            try:
+                response = self._http.request(method, path, **kwargs)
+            except RETRY_ERRORS:
+                if attempt == self.retries:
+                    raise
+            else:
+                if response.status_code not in RETRY_STATUSES or attempt == self.retries:
+                    break
+            time.sleep(0.1 * 2**attempt)
+        if response.status_code >= 400:
+            raise error_from(response)
+        return response
+
+    def route(self, query: str, **options: Any) -> RouteResponse:
+        """``POST /route``: options as its body takes them (k, tags, access, pinned, format,
+        delivery, session_id, call_id, min_score, ...)."""
+        response = self._request("POST", "/route", json=route_request(query, **options))
+        return RouteResponse.model_validate(response.json())
+
+    def deferred(self, format: DeferredFormat) -> DeferredTools:
+        return DeferredTools.model_validate(self._request("GET", "/deferred", params={"format": format}).json())
+
+    def tools(
+        self, *, tag: Iterable[str] = (), format: str = "toolsift", offset: int = 0, limit: int = 100
+    ) -> ToolPage:
+        params = {"tag": list(tag), "format": format, "offset": offset, "limit": limit}
+        return ToolPage.model_validate(self._request("GET", "/tools", params=params).json())
+
+    def health(self) -> dict[str, Any]:
+        body: dict[str, Any] = self._request("GET", "/healthz").json()
+        return body
+
+    def anthropic_tool_result(self, tool_use: Any, *, k: int = 5, session_id: str | None = None) -> dict[str, Any]:
+        """The ``tool_result`` block answering the model's ``toolsift_search`` call (a ``tool_use``
+        block, SDK object or dict): ``tool_reference`` blocks for the tools found."""
+        arguments = search_arguments(_field(tool_use, "input"))
+        found = self.route(
+            arguments["query"],
+            delivery="tool_reference",
+            format="anthropic",
+            **_search_options(arguments, k, session_id),
+        )
+        return {"type": "tool_result", "tool_use_id": _field(tool_use, "id"), "content": found.content or []}
+
+    def openai_tool_search_output(self, call: Any, *, k: int = 5, session_id: str | None = None) -> dict[str, Any]:
+        """The ``tool_search_output`` item answering the model's ``tool_search_call`` item."""
+        arguments = search_arguments(_field(call, "arguments"))
+        found = self.route(
+            arguments["query"],
+            delivery="tool_search_output",
+            format="responses",
+            call_id=_field(call, "call_id") or _field(call, "id"),
+            **_search_options(arguments, k, session_id),
+        )
+        return _output_item(found)
+
+
+def _output_item(found: RouteResponse) -> dict[str, Any]:
+    if found.output_item is None:  # the service always sends it for this delivery
+        raise ServiceError("the service answered a tool_search_output request without output_item")
+    return found.output_item
+
+
+class AsyncClient:
+    """``Client``'s methods, awaitable."""
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        retries: int = 3,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        headers = {"X-API-Key": api_key} if api_key else {}
+        self._http = httpx.AsyncClient(base_url=base_url, headers=headers, timeout=timeout, transport=transport)
+        self.retries = retries
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        for attempt in range(self.retries + 1):
+            try:
+                response = await self._http.request(method, path, **kwargs)
+            except RETRY_ERRORS:
+                if attempt == self.retries:
+                    raise
+            else:
+                if response.status_code not in RETRY_STATUSES or attempt == self.retries:
+                    break
+            await asyncio.sleep(0.1 * 2**attempt)
+        if response.status_code >= 400:
+            raise error_from(response)
+        return response
+
+    async def route(self, query: str, **options: Any) -> RouteResponse:
+        response = await self._request("POST", "/route", json=route_request(query, **options))
+        return RouteResponse.model_validate(response.json())
+
+    async def deferred(self, format: DeferredFormat) -> DeferredTools:
+        response = await self._request("GET", "/deferred", params={"format": format})
+        return DeferredTools.model_validate(response.json())
+
+    async def tools(
+        self, *, tag: Iterable[str] = (), format: str = "toolsift", offset: int = 0, limit: int = 100
+    ) -> ToolPage:
+        params = {"tag": list(tag), "format": format, "offset": offset, "limit": limit}
+        return ToolPage.model_validate((await self._request("GET", "/tools", params=params)).json())
+
+    async def health(self) -> dict[str, Any]:
+        body: dict[str, Any] = (await self._request("GET", "/healthz")).json()
+        return body
+
+    async def anthropic_tool_result(
+        self, tool_use: Any, *, k: int = 5, session_id: str | None = None
+    ) -> dict[str, Any]:
+        arguments = search_arguments(_field(tool_use, "input"))
+        found = await self.route(
+            arguments["query"],
+            delivery="tool_reference",
+            format="anthropic",
+            **_search_options(arguments, k, session_id),
+        )
+        return {"type": "tool_result", "tool_use_id": _field(tool_use, "id"), "content": found.content or []}
+
+    async def openai_tool_search_output(
+        self, call: Any, *, k: int = 5, session_id: str | None = None
+    ) -> dict[str, Any]:
+        arguments = search_arguments(_field(call, "arguments"))
+        found = await self.route(
+            arguments["query"],
+            delivery="tool_search_output",
+            format="responses",
+            call_id=_field(call, "call_id") or _field(call, "id"),
+            **_search_options(arguments, k, session_id),
+        )
+        return _output_item(found)
+
+
+__all__ = ["SEARCH_TOOL_NAME", "AsyncClient", "Client", "DeferredTools", "ServiceError", "ToolPage"]

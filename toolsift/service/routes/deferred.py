@@ -1,0 +1,40 @@
+"""``GET /deferred``: the constant tools array of deferred loading (see toolsift.router.deferred)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query
+from fastapi.responses import Response
+
+from toolsift.router.deferred import DeferredFormat, deferred_tools
+from toolsift.service.dependencies import State, Tenant
+from toolsift.service.responses import JSONBytes
+
+router = APIRouter()
+
+
+@router.get("/deferred", summary="Every tool the caller may see, deferred, plus the search tool: sent on every turn")
+def deferred(
+    state: State,
+    tenant: Tenant,
+    format: Annotated[DeferredFormat, Query(description="anthropic (Messages API) or openai (Responses API)")],
+    if_none_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    """Byte-stable (sorted by name, keys sorted) with an ETag that changes only when the tools the
+    caller may see change; ``If-None-Match`` with it answers 304."""
+    current = state.routers.get()
+    key = (current.catalog.fingerprint, tenant.name if tenant else "", format)
+    payload: dict[str, Any] | None = state.deferred_payloads.get(key)
+    if payload is None:
+        scope = state.scope_of(tenant, current)
+        tools = current.catalog.tools if scope is None else [current.catalog[int(p)] for p in scope.tolist()]
+        payload = deferred_tools(tools, format)
+        if len(state.deferred_payloads) >= 16:  # old catalogs
+            state.deferred_payloads.clear()
+        state.deferred_payloads[key] = payload
+    etag = f'"{payload["fingerprint"]}"'
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if if_none_match is not None and etag in {tag.strip() for tag in if_none_match.split(",")}:
+        return Response(status_code=304, headers=headers)
+    return JSONBytes(payload, headers=headers)
