@@ -200,6 +200,35 @@ def test_billed_tokens_by_hand() -> None:
     assert billed_tokens(500, 500, True, 2) == pytest.approx(300 + 0.1 * 1800)
 
 
+def test_deferred_billing_by_hand() -> None:
+    from toolsift.bench.sessions import (
+        CACHED_PRICE,
+        SEARCH_ROUNDTRIP_TOKENS,
+        SYSTEM_TOKENS,
+        TURN_TOKENS,
+        DeferredSession,
+    )
+
+    class Costs:
+        def subset(self, names: list[str]) -> int:
+            return 100 * len(list(names))
+
+    session = DeferredSession(search_tokens=50)
+    first = session.turn(0, ["a", "b"], {"a"}, Costs())  # type: ignore[arg-type]
+    assert (
+        first == {"recall": 1.0} and session.prompt == 50 + SYSTEM_TOKENS + TURN_TOKENS + SEARCH_ROUNDTRIP_TOKENS + 200
+    )
+    before = session.prompt
+    second = session.turn(1, ["b", "c"], {"c", "d"}, Costs())  # type: ignore[arg-type]
+    # asking: this turn's messages in full, the previous prompt cached; answering: the round trip
+    # and the one new definition (c) in full, the asking prompt cached
+    expected = (
+        TURN_TOKENS + CACHED_PRICE * before + SEARCH_ROUNDTRIP_TOKENS + 100 + CACHED_PRICE * (before + TURN_TOKENS)
+    )
+    assert second["billed"] == pytest.approx(expected) and second["tools"] == 1.0 and second["recall"] == 0.5
+    assert second["identical"] == second["prefix_kept"] == 1.0 and second["tokens"] == 150
+
+
 def test_sticky_sessions_keep_the_prefix_where_top_k_does_not(tiny_dataset: Path) -> None:
     from toolsift.bench.sessions import SessionPlan, run_sessions
     from toolsift.embeddings import HashingEmbedder
@@ -216,6 +245,11 @@ def test_sticky_sessions_keep_the_prefix_where_top_k_does_not(tiny_dataset: Path
     assert canonical["prefix_kept"] == canonical["identical"] < 1.0  # two-tool arrays: a prefix only when equal
     assert sticky["recall"] >= canonical["recall"] and sticky["tools_per_turn"] > 2
     assert sticky["tool_tokens_cached"] > canonical["tool_tokens_cached"]
+    deferred = figures["methods"]["deferred"]
+    assert deferred["identical"] == 1.0 and deferred["recall"] >= sticky["recall"]  # everything loaded stays
+    assert deferred["billed_per_turn"] < min(
+        figures["methods"][m]["billed_per_turn"] for m in ("sticky", "top-k ranked")
+    )
     capped = run_sessions(dataset, router, SessionPlan(sessions=30, turns=4, k=2, cap=2), SchemaTokens(dataset.catalog))
     assert capped["methods"]["sticky"]["tools_per_turn"] <= 2 and capped["methods"]["sticky"]["prefix_kept"] < 1.0
 

@@ -379,3 +379,45 @@ def test_the_openai_agent_loop_runs_end_to_end(served: str) -> None:
 def note(name: str, called: list[str]) -> str:
     called.append(name)
     return "rain on Saturday"
+
+
+@pytest.mark.slow
+def test_langgraph_bigtool_retrieves_with_toolsift(served: str) -> None:
+    """langgraph-bigtool's own agent graph, its retrieval hook answered by toolsift; the model is
+    a scripted fake (no LLM): it asks to retrieve tools, then stops."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool as as_tool
+    from langgraph.store.memory import InMemoryStore
+    from langgraph_bigtool import create_agent
+
+    from toolsift.client import langgraph_bigtool_retrievers
+
+    class ScriptedModel(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:  # the script ignores the tools it is given
+            return self
+
+    def registry_tool(name: str) -> Any:
+        return as_tool(name, description=f"The catalog tool {name}.")(lambda: "done")
+
+    script = iter(
+        [
+            AIMessage(
+                content="", tool_calls=[{"name": "retrieve_tools", "args": {"query": "weather forecast"}, "id": "r1"}]
+            ),
+            AIMessage(content="Here is the forecast."),
+        ]
+    )
+    with Client(served) as toolsift:
+        names = [tool["name"] for tool in toolsift.tools(limit=100).tools]
+        retrieve, aretrieve = langgraph_bigtool_retrievers(toolsift, k=2)
+        graph = create_agent(
+            ScriptedModel(messages=script),
+            {name: registry_tool(name) for name in names},
+            retrieve_tools_function=retrieve,
+            retrieve_tools_coroutine=aretrieve,
+        ).compile(store=InMemoryStore())
+        state = graph.invoke({"messages": [("user", "Will it rain in Lisbon?")]})
+        expected = [match.name for match in toolsift.route("weather forecast", k=2).matches]
+    assert state["selected_tool_ids"] == expected and set(expected) <= WEATHER_TOOLS
+    assert state["messages"][-1].content == "Here is the forecast."

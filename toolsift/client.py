@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import httpx
@@ -272,4 +272,33 @@ class AsyncClient:
         return _output_item(found)
 
 
-__all__ = ["SEARCH_TOOL_NAME", "AsyncClient", "Client", "DeferredTools", "ServiceError", "ToolPage"]
+def langgraph_bigtool_retrievers(
+    client: Client, async_client: AsyncClient | None = None, *, k: int = 2, **options: Any
+) -> tuple[Callable[[str], list[str]], Callable[[str], Awaitable[list[str]]]]:
+    """toolsift as langgraph-bigtool's retrieval, for ``create_agent(llm, tool_registry,
+    retrieve_tools_function=..., retrieve_tools_coroutine=...)``: the ids are the catalog's tool
+    names, so the registry maps each catalog name to its tool. ``options`` go to every route
+    (tags, access, session_id...)."""
+
+    def retrieve_tools(query: str) -> list[str]:
+        """Retrieve a tool to use, given a search query."""
+        return [match.name for match in client.route(query, k=k, **options).matches]
+
+    async def aretrieve_tools(query: str) -> list[str]:
+        """Retrieve a tool to use, given a search query."""
+        if async_client is None:
+            return await asyncio.to_thread(retrieve_tools, query)
+        return [match.name for match in (await async_client.route(query, k=k, **options)).matches]
+
+    return retrieve_tools, aretrieve_tools
+
+
+__all__ = [
+    "SEARCH_TOOL_NAME",
+    "AsyncClient",
+    "Client",
+    "DeferredTools",
+    "ServiceError",
+    "ToolPage",
+    "langgraph_bigtool_retrievers",
+]

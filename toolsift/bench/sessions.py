@@ -13,6 +13,10 @@ they send:
   reset at the cap;
 - ``sticky outranking``: the same with ``session_policy=outranking``: only new tools ranked above
   the session's best are appended.
+- ``deferred``: deferred loading (``toolsift.router.deferred``): the tools array never changes
+  (every tool deferred, only the search tool rendered); each turn the model calls the search tool
+  and toolsift references this turn's tools that the conversation does not hold yet, whose
+  definitions then expand inline. Recall is over the tools loaded so far in the session.
 
 Figures per method, over turns 2..T (recall over all turns): ``prefix kept`` (the previous turn's
 array is an exact prefix of this one), ``identical`` (same array), gold recall within the array
@@ -24,6 +28,12 @@ and the system prompt and the conversation after it are processed again; when it
 the whole previous prompt is a cache hit. The model: a system prompt of ``SYSTEM_TOKENS``, each
 earlier turn adding ``TURN_TOKENS`` of messages, cache reads billed at ``CACHED_PRICE`` (Anthropic:
 0.1) of the normal input price, cache writes at the normal price.
+
+``deferred`` is billed for what it does: its prompt prefix never changes, so each request reads the
+whole previous prompt from the cache, but every turn makes two requests, the model's search call
+and, after toolsift's answer, the call that uses the tools. The first pays this turn's messages in
+full; the second pays the search round trip (``SEARCH_ROUNDTRIP_TOKENS``) and each newly referenced
+definition in full (once: later turns read it from the cache), plus a cached read of the rest.
 """
 
 from __future__ import annotations
@@ -34,16 +44,21 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
+import orjson
+
 from toolsift.bench.datasets import Dataset, Query
 from toolsift.catalog import Tool
 from toolsift.errors import CatalogError
 from toolsift.router import Router, SessionStore
+from toolsift.router.deferred import search_tool
 from toolsift.router.tokens import SchemaTokens
 
-METHODS = ("top-k ranked", "top-k canonical", "sticky", "sticky outranking")
+METHODS = ("top-k ranked", "top-k canonical", "sticky", "sticky outranking", "deferred")
 SYSTEM_TOKENS = 1000
 TURN_TOKENS = 300
 CACHED_PRICE = 0.1
+SEARCH_ROUNDTRIP_TOKENS = 60
+"""The model's search call (its query) and the tool_result around the references, per turn."""
 
 
 @dataclass(frozen=True)
@@ -94,10 +109,13 @@ def run_sessions(dataset: Dataset, router: Router, plan: SessionPlan, tokens: Sc
     store = SessionStore(cap=plan.cap, max_sessions=plan.sessions + 1)
     lazy = SessionStore(cap=plan.cap, max_sessions=plan.sessions + 1)
     turns: dict[str, list[dict[str, float]]] = {method: [] for method in METHODS}
+    search_tokens = tokens.count(orjson.dumps(search_tool("anthropic")).decode())
     for number, session in enumerate(sessions):
         previous: dict[str, list[str]] = {}
+        deferred = DeferredSession(search_tokens)
         for turn, query in enumerate(session):
             result = routed[query.text]
+            turns["deferred"].append(deferred.turn(turn, result.names, set(query.relevant), tokens))
             arrays: dict[str, list[str]] = {
                 "top-k ranked": result.names,
                 "top-k canonical": [tool.name for tool in result.tools],
@@ -108,7 +126,7 @@ def run_sessions(dataset: Dataset, router: Router, plan: SessionPlan, tokens: Sc
                     ).tools
                 ),
             }
-            for method, names in arrays.items():
+            for method, names in arrays.items():  # the methods that send a tools array
                 before = previous.get(method)
                 gold = set(query.relevant)
                 row = {"recall": len(gold & set(names)) / len(gold)}
@@ -165,6 +183,37 @@ def sessions_table(results: Sequence[dict[str, Any]]) -> str:
                 f"{figures['tool_tokens_cached']:.1%} | {figures['billed_per_turn']:.0f} |"
             )
     return "\n".join(lines) + "\n"
+
+
+class DeferredSession:
+    """One session under deferred loading: what is loaded, and the prompt so far (in tokens)."""
+
+    def __init__(self, search_tokens: int) -> None:
+        self.search_tokens = search_tokens
+        self.loaded: set[str] = set()
+        self.prompt = float(search_tokens + SYSTEM_TOKENS)  # the previous request's whole prompt
+
+    def turn(self, turn: int, selected: Sequence[str], gold: set[str], tokens: SchemaTokens) -> dict[str, float]:
+        new = [name for name in selected if name not in self.loaded]
+        self.loaded |= set(new)
+        loaded_tokens = tokens.subset(new)
+        asking = self.prompt + TURN_TOKENS  # this turn's messages after the cached previous prompt
+        answering = asking + SEARCH_ROUNDTRIP_TOKENS + loaded_tokens
+        billed = (TURN_TOKENS + CACHED_PRICE * self.prompt) + (
+            SEARCH_ROUNDTRIP_TOKENS + loaded_tokens + CACHED_PRICE * asking
+        )
+        self.prompt = answering
+        row = {"recall": len(gold & self.loaded) / len(gold)}
+        if turn > 0:
+            row.update(
+                tools=float(len(new)),
+                tokens=float(self.search_tokens + loaded_tokens),
+                prefix_kept=1.0,
+                identical=1.0,
+                tool_tokens_cached=1.0,
+                billed=billed,
+            )
+        return row
 
 
 def billed_tokens(sent: int, common: int, identical: bool, turn: int) -> float:

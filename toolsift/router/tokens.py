@@ -45,11 +45,13 @@ class SchemaTokens:
     """Token cost of each tool of a catalog."""
 
     def __init__(self, catalog: Catalog) -> None:
-        encoder = _encoder()
-        self.per_tool = {
-            tool.name: len(encoder.encode(orjson.dumps(format_tool(tool, "openai")).decode())) for tool in catalog
-        }
+        self._encoder = _encoder()
+        self.per_tool = {tool.name: self.count(orjson.dumps(format_tool(tool, "openai")).decode()) for tool in catalog}
         self.catalog_total = sum(self.per_tool.values())
 
     def subset(self, names: Iterable[str]) -> int:
         return sum(self.per_tool[name] for name in names)
+
+    def count(self, text: str) -> int:
+        """Tokens of any text (a definition that is not one of the catalog's tools)."""
+        return len(self._encoder.encode(text))
