@@ -112,7 +112,12 @@ def sessions_section(document: dict[str, Any]) -> str:
             "start; **billed/turn**: modelled input cost in full-price tokens with a "
             f"{model['system_tokens']}-token system prompt, {model['turn_tokens']} message tokens per earlier turn "
             f"and cache reads at {model['cached_price']} of the price (providers cache tools → system → messages, so "
-            "a changed tools array re-bills everything after its common prefix). Turn 1 is left out of all but recall.",
+            "a changed tools array re-bills everything after its common prefix). Turn 1 is left out of all but recall. "
+            "**deferred**: deferred loading — the array (every tool deferred, only the search tool rendered) never "
+            "changes; recall is within the tools loaded so far; tools/turn and tool tokens/turn count the newly "
+            "loaded definitions (plus the search tool's); billed/turn counts both requests of a turn (the search "
+            f"call and the answer), a {model.get('search_roundtrip_tokens', 60)}-token search round trip and each new "
+            "definition once, the rest read from the cache.",
             "",
             sessions_table(document["results"]),
         ]

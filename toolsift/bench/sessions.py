@@ -164,7 +164,12 @@ def run_sessions(dataset: Dataset, router: Router, plan: SessionPlan, tokens: Sc
         "cap": plan.cap,
         "follow_up": plan.follow_up,
         "queries_used": len(usable),
-        "cost_model": {"system_tokens": SYSTEM_TOKENS, "turn_tokens": TURN_TOKENS, "cached_price": CACHED_PRICE},
+        "cost_model": {
+            "system_tokens": SYSTEM_TOKENS,
+            "turn_tokens": TURN_TOKENS,
+            "cached_price": CACHED_PRICE,
+            "search_roundtrip_tokens": SEARCH_ROUNDTRIP_TOKENS,
+        },
         "methods": figures,
     }
 
