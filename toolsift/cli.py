@@ -48,6 +48,21 @@ def _open_cache(settings: Settings, no_cache: bool) -> Any:
     return None if no_cache else settings.open_cache()
 
 
+index_option = click.option(
+    "--index",
+    "index_path",
+    type=click.Path(path_type=Path),
+    help="Index folder [default: TOOLSIFT_INDEX_PATH or var/index].",
+)
+dialect_option = click.option(
+    "--dialect",
+    type=click.Choice(DIALECTS),
+    default="auto",
+    show_default=True,
+    help="Tool format of the catalog entries.",
+)
+
+
 @click.group(cls=ToolsiftGroup)
 @click.version_option(__version__, prog_name="toolsift")
 def main() -> None:
@@ -71,13 +86,7 @@ def main() -> None:
     type=click.Choice(INDEX_KINDS),
     help="auto (default: flat up to 20,000 tools, hnsw above), flat (exact) or hnsw (approximate).",
 )
-@click.option(
-    "--dialect",
-    type=click.Choice(DIALECTS),
-    default="auto",
-    show_default=True,
-    help="Tool format of the catalog entries.",
-)
+@dialect_option
 @click.option("--no-cache", is_flag=True, help="Do not read or write the on-disk embedding cache.")
 @click.option(
     "--mcp-servers",
@@ -129,12 +138,7 @@ def build(
 
 @main.command()
 @click.argument("query")
-@click.option(
-    "--index",
-    "index_path",
-    type=click.Path(path_type=Path),
-    help="Index folder [default: TOOLSIFT_INDEX_PATH or var/index].",
-)
+@index_option
 @click.option(
     "-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True, help="How many tools at most."
 )
@@ -217,12 +221,7 @@ def route(
 
 
 @main.command()
-@click.option(
-    "--index",
-    "index_path",
-    type=click.Path(path_type=Path),
-    help="Index folder [default: TOOLSIFT_INDEX_PATH or var/index].",
-)
+@index_option
 @click.option(
     "--catalog", type=click.Path(path_type=Path), help="Build the index from this catalog first if the folder has none."
 )
@@ -305,12 +304,7 @@ def _refuse_tenant_typos(tenants: Tenants, catalog: Catalog, path: Path) -> None
 
 
 @main.command("mcp")
-@click.option(
-    "--index",
-    "index_path",
-    type=click.Path(path_type=Path),
-    help="Index folder [default: TOOLSIFT_INDEX_PATH or var/index].",
-)
+@index_option
 @click.option(
     "--transport",
     type=click.Choice(["stdio", "http"]),
@@ -366,7 +360,7 @@ def mcp_command(index_path: Path | None, transport: str, host: str | None, port:
     help="Exit 1 when a finding is this severe or worse.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--dialect", type=click.Choice(DIALECTS), default="auto", show_default=True)
+@dialect_option
 def lint(
     catalog: Path,
     queries: Path | None,
@@ -422,7 +416,7 @@ def lint(
 
 @main.command()
 @click.argument("catalog", type=click.Path(path_type=Path))
-@click.option("--dialect", type=click.Choice(DIALECTS), default="auto", show_default=True)
+@dialect_option
 def validate(catalog: Path, dialect: str) -> None:
     """Check CATALOG and print its size, tags and fingerprint (exit 1 and the problem if invalid)."""
     tools = _load_catalog(catalog, dialect)
@@ -438,12 +432,7 @@ def validate(catalog: Path, dialect: str) -> None:
 
 
 @main.command()
-@click.option(
-    "--index",
-    "index_path",
-    type=click.Path(path_type=Path),
-    help="Index folder [default: TOOLSIFT_INDEX_PATH or var/index].",
-)
+@index_option
 @click.option("--tag", "tags", multiple=True, help="Only tools with this tag (repeatable: any of them).")
 def tools(index_path: Path | None, tags: tuple[str, ...]) -> None:
     """List the names (and tags) of the indexed tools, by name: what --pin and tag rules can name."""
@@ -455,12 +444,7 @@ def tools(index_path: Path | None, tags: tuple[str, ...]) -> None:
 
 
 @main.command()
-@click.option(
-    "--index",
-    "index_path",
-    type=click.Path(path_type=Path),
-    help="Index folder [default: TOOLSIFT_INDEX_PATH or var/index].",
-)
+@index_option
 @click.option(
     "--format",
     "output_format",
