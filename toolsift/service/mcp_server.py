@@ -43,6 +43,11 @@ INSTRUCTIONS = (
     "search_tools with the user's request; it returns the few tools that fit, with their schemas. "
     "list_tags gives the tags search_tools can filter on."
 )
+SEARCH_DESCRIPTION = (
+    "Find the tools that fit a request, from toolsift's catalog. Returns MCP tool definitions "
+    "(tools, in a stable order) and the ranking (matches, best first, with scores)."
+)
+TAGS_DESCRIPTION = "The tags of toolsift's catalog, each with how many tools carry it: what search_tools filters on."
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
@@ -57,6 +62,63 @@ def serve_index_folder_over_mcp(settings: Settings, tenants: Tenants | None = No
     return server, state
 
 
+Query = Annotated[
+    str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The user's request, in their words")
+]
+K = Annotated[int, Field(ge=1, le=MAX_K, description="How many tools at most")]
+AnyTags = Annotated[list[str] | None, Field(description="Only tools with at least one of these tags (see list_tags)")]
+ExcludeTags = Annotated[list[str] | None, Field(description="No tool with any of these tags")]
+AccessRule = Annotated[Access, Field(description="read_only: only tools that change nothing")]
+Pinned = Annotated[
+    list[str] | None,
+    Field(max_length=MAX_PINNED, description="Tools always returned, first; they do not count toward k"),
+]
+MinScore = Annotated[
+    float | None,
+    Field(ge=-100, le=100, allow_inf_nan=False, description="Drop tools scoring below this (std. deviations)"),
+]
+SessionId = Annotated[
+    str | None,
+    Field(min_length=1, max_length=128, pattern=SESSION_ID_PATTERN, description="Keep earlier results in place"),
+]
+Policy = Annotated[
+    SessionPolicy, Field(description="outranking: append only new tools ranked above the session's best")
+]
+
+
+class ToolsiftTools:
+    """What the MCP tools answer: routes within the caller's scope (its tenant, over HTTP)."""
+
+    def __init__(self, get_router: Callable[[], Router], sessions: SessionStore, tenants: Tenants | None) -> None:
+        self.get_router = get_router
+        self.sessions = sessions
+        self.tenants = tenants
+
+    def caller(self, ctx: Context) -> TenantSpec | None:
+        headers = ctx.headers
+        if self.tenants is None or headers is None:  # no tenants, or stdio
+            return None
+        return self.tenants.identify(headers.get("x-api-key") or bearer_token(headers.get("authorization")))
+
+    def search(self, ctx: Context, query: str, k: int, rules: TagRules, **options: Any) -> dict[str, Any]:
+        router = self.get_router()
+        tenant = self.caller(ctx)
+        scope = self.tenants.scope(tenant, router) if self.tenants is not None and tenant is not None else None
+        pinned, min_score = options.pop("pinned") or (), options.pop("min_score")
+        result = router.route(query, k, rules, min_score=min_score, pinned=pinned, scope=scope)
+        delivered = deliver(
+            router, result, output_format="mcp", rules=rules, sessions=self.sessions, scope=scope,
+            session_namespace=tenant.name if tenant else "", **options,
+        )  # fmt: skip
+        return route_body(delivered)
+
+    def tags(self, ctx: Context) -> dict[str, Any]:
+        router = self.get_router()
+        tenant = self.caller(ctx)
+        scope = self.tenants.scope(tenant, router) if self.tenants is not None and tenant is not None else None
+        return {"tags": router.tag_index.visible_tags(scope)}
+
+
 def create_mcp_server(
     get_router: Callable[[], Router],
     sessions: SessionStore | None = None,
@@ -66,87 +128,28 @@ def create_mcp_server(
     """An MCP server whose tools answer from the router ``get_router()`` returns at call time
     (so a reloaded router is picked up); ``lifespan`` runs beside it (a watcher). With
     ``tenants``, a call over HTTP is answered from the calling tenant's tools only."""
-    sessions = sessions if sessions is not None else SessionStore()
     server: MCPServer = MCPServer("toolsift", instructions=INSTRUCTIONS, version=__version__, lifespan=lifespan)
+    answers = ToolsiftTools(get_router, sessions if sessions is not None else SessionStore(), tenants)
 
-    def caller(ctx: Context) -> TenantSpec | None:
-        headers = ctx.headers
-        if tenants is None or headers is None:  # no tenants, or stdio
-            return None
-        return tenants.identify(headers.get("x-api-key") or bearer_token(headers.get("authorization")))
-
-    @server.tool(
-        name="search_tools",
-        description=(
-            "Find the tools that fit a request, from toolsift's catalog. Returns MCP tool definitions "
-            "(tools, in a stable order) and the ranking (matches, best first, with scores)."
-        ),
-        annotations=READ_ONLY,
-    )
+    @server.tool(name="search_tools", description=SEARCH_DESCRIPTION, annotations=READ_ONLY)
     def search_tools(
-        ctx: Context,
-        query: Annotated[
-            str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The user's request, in their words")
-        ],
-        k: Annotated[int, Field(ge=1, le=MAX_K, description="How many tools at most")] = 5,
-        tags: Annotated[
-            list[str] | None, Field(description="Only tools with at least one of these tags (see list_tags)")
-        ] = None,
-        exclude_tags: Annotated[list[str] | None, Field(description="No tool with any of these tags")] = None,
-        access: Annotated[Access, Field(description="read_only: only tools that change nothing")] = "any",
-        pinned: Annotated[
-            list[str] | None,
-            Field(max_length=MAX_PINNED, description="Tools always returned, first; they do not count toward k"),
-        ] = None,
-        min_score: Annotated[
-            float | None,
-            Field(ge=-100, le=100, allow_inf_nan=False, description="Drop tools scoring below this (std. deviations)"),
-        ] = None,
-        session_id: Annotated[
-            str | None,
-            Field(
-                min_length=1,
-                max_length=128,
-                pattern=SESSION_ID_PATTERN,
-                description="Keep earlier results in place and append new ones",
-            ),
-        ] = None,
-        session_policy: Annotated[
-            SessionPolicy, Field(description="outranking: append only new tools ranked above the session's best")
-        ] = "all",
-    ) -> dict[str, Any]:
+        ctx: Context, query: Query, k: K = 5, tags: AnyTags = None, exclude_tags: ExcludeTags = None,
+        access: AccessRule = "any", pinned: Pinned = None, min_score: MinScore = None, session_id: SessionId = None,
+        session_policy: Policy = "all",
+    ) -> dict[str, Any]:  # fmt: skip
         try:
-            router = get_router()
-            tenant = caller(ctx)
-            scope = tenants.scope(tenant, router) if tenants is not None and tenant is not None else None
             rules = TagRules.parse(any_of=tags, exclude=exclude_tags, access=access)
-            result = router.route(query, k, rules, min_score=min_score, pinned=pinned or (), scope=scope)
-            delivered = deliver(
-                router,
-                result,
-                output_format="mcp",
-                rules=rules,
-                session_id=session_id,
-                sessions=sessions,
+            return answers.search(
+                ctx, query, k, rules, pinned=pinned, min_score=min_score, session_id=session_id,
                 session_policy=session_policy,
-                scope=scope,
-                session_namespace=tenant.name if tenant else "",
-            )
-            return route_body(delivered)
+            )  # fmt: skip
         except ToolsiftError as error:  # the message says what to fix; let the client's model read it
             raise ToolError(str(error)) from None
 
-    @server.tool(
-        name="list_tags",
-        description="The tags of toolsift's catalog, each with how many tools carry it: what search_tools filters on.",
-        annotations=READ_ONLY,
-    )
+    @server.tool(name="list_tags", description=TAGS_DESCRIPTION, annotations=READ_ONLY)
     def list_tags(ctx: Context) -> dict[str, Any]:
         try:
-            router = get_router()
-            tenant = caller(ctx)
-            scope = tenants.scope(tenant, router) if tenants is not None and tenant is not None else None
-            return {"tags": router.tag_index.visible_tags(scope)}
+            return answers.tags(ctx)
         except ToolsiftError as error:
             raise ToolError(str(error)) from None
 
