@@ -133,7 +133,7 @@ _BUILD_TWICE = """
 import sys
 from toolsift.cli import main
 main(["build", "--out", sys.argv[1], "-q"], standalone_mode=False)
-print("model imported:", "sentence_transformers" in sys.modules)
+print("model imported:", "onnxruntime" in sys.modules or "sentence_transformers" in sys.modules)
 """
 
 

@@ -70,6 +70,8 @@ def matches_example(example: object, actual: object) -> bool:
         return example.keys() == actual.keys() and all(matches_example(v, actual[k]) for k, v in example.items())
     if isinstance(example, list) and isinstance(actual, list):
         return len(example) == len(actual) and all(map(matches_example, example, actual))
+    if isinstance(example, float) and isinstance(actual, float):  # the last digits vary with the CPU's kernels
+        return abs(example - actual) <= 1e-4
     return example == actual
 
 

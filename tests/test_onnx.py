@@ -85,3 +85,16 @@ def test_route_serve_and_mcp_never_import_torch(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "torch imported: False False" in done.stdout
+
+
+def test_the_torch_backend_stays_available_by_setting(tmp_path: Path) -> None:
+    from toolsift import Router
+    from toolsift.embeddings.sentence_transformer import SentenceTransformerEmbedder
+    from toolsift.settings import Settings
+
+    folder = Router.build(load_catalog(BUNDLED_CATALOG), get_embedder()).save(tmp_path / "index")
+    settings = Settings.from_env({"TOOLSIFT_EMBEDDING_BACKEND": "torch"})
+    with_torch = Router.load(folder, backend=settings.backend)
+    assert isinstance(with_torch.embedder, SentenceTransformerEmbedder)
+    query = "convert 100 dollars to euros"
+    assert with_torch.route(query, 3).names == Router.load(folder).route(query, 3).names

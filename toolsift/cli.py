@@ -117,7 +117,7 @@ def build(
             click.echo(f"skipped: {problem}", err=True)
     else:
         tools = _load_catalog(catalog, dialect)
-    embedder = embedder_for(settings.model, tools, lazy=True)  # loaded only if a tool needs embedding
+    embedder = embedder_for(settings.model, tools, lazy=True, backend=settings.backend)  # loaded only if needed
     router = Router.build(
         tools,
         embedder,
@@ -190,7 +190,7 @@ def route(
 ) -> None:
     """Print the tools that best fit QUERY."""
     settings = Settings.from_env(None, index_path=index_path, lexical_weight=lexical_weight)
-    router = Router.load(settings.index_path, ranking=settings.ranking())
+    router = Router.load(settings.index_path, ranking=settings.ranking(), backend=settings.backend)
     rules = TagRules.parse(tags, all_tags, exclude_tags, access=access)
     result = router.route(query, k, rules, min_score=min_score, pinned=pinned, split_intents=split_intents)
     if output_format or as_json:

@@ -13,14 +13,14 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolsift.embeddings import AUTO_MODEL
+from toolsift.embeddings import AUTO_MODEL, DEFAULT_BACKEND
 from toolsift.errors import SettingsError
 from toolsift.index import INDEX_KINDS
 from toolsift.router.ranking import DEFAULT_INTENT_MIN_SCORE, DEFAULT_LEXICAL_WEIGHT
 from toolsift.router.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_CAP, DEFAULT_SESSION_TTL_SECONDS
 
 if TYPE_CHECKING:
-    from toolsift.embeddings import EmbeddingCache
+    from toolsift.embeddings import Backend, EmbeddingCache
     from toolsift.router import RankingConfig
 
 PREFIX = "TOOLSIFT_"
@@ -39,6 +39,8 @@ class Settings:
     model: str = AUTO_MODEL
     """An embedding model; auto picks per catalog (see toolsift.embeddings.registry.model_for)."""
     index_kind: str = "auto"
+    embedding_backend: str = DEFAULT_BACKEND
+    """onnx (default: ONNX Runtime, no torch when serving) or torch (sentence-transformers)."""
     cache_dir: Path | None = field(default_factory=_default_cache_dir)
     host: str = "127.0.0.1"
     port: int = 8000
@@ -98,6 +100,10 @@ class Settings:
         cache_file = self.cache_file()
         return EmbeddingCache(cache_file) if cache_file is not None else None
 
+    @property
+    def backend(self) -> Backend:
+        return "torch" if self.embedding_backend == "torch" else "onnx"
+
     def ranking(self) -> RankingConfig:
         """How the router ranks, as these settings say."""
         from toolsift.router import RankingConfig
@@ -120,6 +126,7 @@ LOG_FORMATS = ("json", "text")
 _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "model": (lambda value: isinstance(value, str) and bool(value.strip()), "a model name, a model folder or auto"),
     "index_kind": (lambda value: value in INDEX_KINDS, "one of " + ", ".join(INDEX_KINDS)),
+    "embedding_backend": (lambda value: value in ("onnx", "torch"), "onnx or torch"),
     "port": (_number_in(0, 65535), "a port number from 0 to 65535"),
     "lexical_weight": (_number_in(0.0, 10.0), "a number from 0 (dense only) to 10"),
     "intent_min_score": (_number_in(-100.0, 100.0), "a number of standard deviations from -100 to 100"),

@@ -19,6 +19,11 @@ AUTO_MODEL = "auto"
 share of the catalog's descriptions is in a non-Latin script."""
 NON_LATIN_SHARE = 0.2
 
+Backend = Literal["onnx", "torch"]
+DEFAULT_BACKEND: Backend = "onnx"
+"""all-MiniLM-L6-v2 runs on ONNX Runtime (no torch in the process); ``torch`` is the
+sentence-transformers path it was checked against (and what a local model folder uses)."""
+
 _loaded: dict[str, Embedder] = {}
 _lock = threading.Lock()
 
@@ -33,26 +38,28 @@ def model_for(name: str, texts: Iterable[str]) -> str:
     return MULTILINGUAL_MODEL if non_latin_share(texts) >= NON_LATIN_SHARE else DEFAULT_MODEL
 
 
-def embedder_for(name: str, catalog: Catalog, *, lazy: bool = False) -> Embedder:
+def embedder_for(name: str, catalog: Catalog, *, lazy: bool = False, backend: Backend | None = None) -> Embedder:
     """The embedder ``name`` names; for ``auto``, the one ``model_for`` picks for ``catalog``'s
     descriptions (its prose: names and parameters are mostly English identifiers in any language).
     ``lazy``: load the model only when something is embedded (a build whose vectors all come from
     the cache never loads it)."""
     chosen = model_for(name, (tool.description for tool in catalog))
-    return lazy_embedder(chosen) if lazy else get_embedder(chosen)
+    backend = backend or DEFAULT_BACKEND
+    return lazy_embedder(chosen, backend) if lazy else get_embedder(chosen, backend=backend)
 
 
 KNOWN_DIMENSIONS = {DEFAULT_MODEL: 384, E5_MODEL: 384}
 """Vector sizes of the packaged models, known without loading them."""
 
 
-def lazy_embedder(name: str) -> Embedder:
+def lazy_embedder(name: str, backend: Backend | None = None) -> Embedder:
     """``get_embedder(name)``, loaded on first use when its dimension is known without loading."""
+    backend = backend or DEFAULT_BACKEND
     if "+" in name:
-        return EnsembleEmbedder([lazy_embedder(part) for part in name.split("+")])
-    if name in KNOWN_DIMENSIONS and name not in _loaded and f"{name}@{DEFAULT_BACKEND}" not in _loaded:
-        return LazyEmbedder(name, KNOWN_DIMENSIONS[name], lambda: get_embedder(name))
-    return get_embedder(name)
+        return EnsembleEmbedder([lazy_embedder(part, backend) for part in name.split("+")])
+    if name in KNOWN_DIMENSIONS and name not in _loaded and f"{name}@{backend}" not in _loaded:
+        return LazyEmbedder(name, KNOWN_DIMENSIONS[name], lambda: get_embedder(name, backend=backend))
+    return get_embedder(name, backend=backend)
 
 
 def non_latin_share(texts: Iterable[str]) -> float:
@@ -64,12 +71,6 @@ def non_latin_share(texts: Iterable[str]) -> float:
                 letters += 1
                 non_latin += char > "\u02af"
     return non_latin / letters if letters else 0.0
-
-
-Backend = Literal["onnx", "torch"]
-DEFAULT_BACKEND: Backend = "onnx"
-"""all-MiniLM-L6-v2 runs on ONNX Runtime (no torch in the process); ``torch`` is the
-sentence-transformers path it was checked against (and what a local model folder uses)."""
 
 
 def get_embedder(name: str = DEFAULT_MODEL, *, backend: Backend = DEFAULT_BACKEND) -> Embedder:

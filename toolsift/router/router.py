@@ -13,8 +13,11 @@ import numpy as np
 from toolsift.catalog import Catalog, Tool, fingerprint_tools
 from toolsift.embeddings import (
     AUTO_MODEL,
+    DEFAULT_BACKEND,
+    Backend,
     Embedder,
     EmbeddingCache,
+    MicroBatcher,
     QueryCache,
     embedder_for,
     get_embedder,
@@ -117,7 +120,7 @@ class Router:
             else None
         )
         self.moments = DenseMoments.of(index.vectors, len(index.catalog)) if len(index.catalog) else None
-        self.query_cache = QueryCache(embedder, QUERY_CACHE_SIZE)
+        self.query_cache = QueryCache(MicroBatcher(embedder), QUERY_CACHE_SIZE)  # concurrent queries, one batch
         self.last_build: BuildStats | None = None
 
     # -- construction ----------------------------------------------------------------------
@@ -156,10 +159,18 @@ class Router:
         return router
 
     @classmethod
-    def load(cls, path: str | Path, embedder: Embedder | None = None, ranking: RankingConfig | None = None) -> Router:
-        """Load a saved index; the embedder defaults to the model named in its manifest."""
+    def load(
+        cls,
+        path: str | Path,
+        embedder: Embedder | None = None,
+        ranking: RankingConfig | None = None,
+        *,
+        backend: Backend = DEFAULT_BACKEND,
+    ) -> Router:
+        """Load a saved index; the embedder defaults to the model named in its manifest, run on
+        ``backend`` (onnx or torch, for all-MiniLM-L6-v2)."""
         index = ToolIndex.load(path, expected_model=embedder.name if embedder else None)
-        return cls(index, embedder or get_embedder(index.manifest.model), ranking)
+        return cls(index, embedder or get_embedder(index.manifest.model, backend=backend), ranking)
 
     def save(self, path: str | Path) -> Path:
         return self.index.save(path)

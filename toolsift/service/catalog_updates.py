@@ -46,7 +46,7 @@ def load_index_folder(state: ServiceState, embedder: Embedder) -> Router:
         if error.what != "embedding model":
             raise
         logger.info("the index folder was built with %s (serving %s): loading that model", error.actual, embedder.name)
-        return Router.load(path, ranking=ranking)
+        return Router.load(path, ranking=ranking, backend=state.settings.backend)
 
 
 async def reload_index_folder(state: ServiceState) -> Router:

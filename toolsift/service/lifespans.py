@@ -46,7 +46,7 @@ async def serve_index_folder(state: ServiceState) -> AsyncIterator[None]:
     settings = state.settings
     if state.routers.peek() is None:  # not loaded yet (toolsift mcp loads it before it starts)
         logger.info("loading index from %s", settings.index_path)
-        state.routers.set(Router.load(settings.index_path, ranking=settings.ranking()))
+        state.routers.set(Router.load(settings.index_path, ranking=settings.ranking(), backend=settings.backend))
         warn_about_tenants(state, state.routers.get())
     if settings.reload_interval <= 0:
         yield
