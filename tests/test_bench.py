@@ -4,6 +4,7 @@ import json
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -410,3 +411,25 @@ def test_benches_take_no_tool_and_over_long_queries(tmp_path: Path, dataset_with
     )
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text())["results"][0]["queries_used"] == 2
+
+
+def test_backend_ratios_and_table_by_hand() -> None:
+    from toolsift.bench.backends import backends_table, ratios
+
+    def row(embed: float, route: float, build: float, rss: float, per_s: tuple[float, float, float]) -> dict[str, Any]:
+        http = [
+            {"clients": c, "requests": 64, "per_s": p, "p50_ms": 10.0, "p95_ms": 20.0}
+            for c, p in zip((1, 4, 16), per_s, strict=True)
+        ]
+        return {"embed_ms": {"p50": embed}, "route_ms": {"p50": route}, "build_tools_per_s": build,
+                "server_peak_rss_mib": rss, "cold_route_s": 1.0, "http": http}  # fmt: skip
+
+    rows = {"torch": row(10, 20, 200, 600, (50, 90, 100)), "onnx": row(3, 8, 400, 300, (75, 150, 330))}
+    figures = ratios(rows)
+    assert figures == {
+        "embed_p50": 0.3, "route_p50": 0.4, "throughput_1_client": 1.5, "throughput_16_clients": 3.3,
+        "server_rss": 0.5, "build_throughput": 2.0, "cold_route_s_onnx": 1.0,
+    }  # fmt: skip
+    table = backends_table({"backends": rows, "ratios": figures})
+    assert "| onnx | 3.00 | 8.00 | 400 | 1.00 | 300 | 75, 10.0/20.0 | 150, 10.0/20.0 | 330, 10.0/20.0 |" in table
+    assert "route p50 0.40× (target ≤ 0.45)" in table and "16-client throughput 3.30×" in table

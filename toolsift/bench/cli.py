@@ -279,10 +279,34 @@ def sessions_bench(
     type=click.Path(path_type=Path, file_okay=False),
     help="Write performance.md/.html and a latency plot here.",
 )
+@click.option(
+    "--backends",
+    "compare_backends",
+    is_flag=True,
+    help="Compare the embedding backends instead (torch vs onnx, all-MiniLM-L6-v2, on the first size): latency, "
+    "HTTP throughput at 1/4/16 clients, cold route, memory, build throughput.",
+)
+@click.option(
+    "--requests",
+    type=click.IntRange(16, 100000),
+    default=400,
+    show_default=True,
+    help="With --backends: HTTP requests per concurrency level.",
+)
 def perf(
-    sizes: str, query_count: int, kind: str, model: str | None, json_path: Path | None, report_dir: Path | None
-) -> None:
-    """Measure build throughput, route latency (in-process, HTTP) and memory at several catalog sizes."""
+    sizes: str, query_count: int, kind: str, model: str | None, json_path: Path | None, report_dir: Path | None,
+    compare_backends: bool, requests: int,
+) -> None:  # fmt: skip
+    """Measure build throughput, route latency (in-process, HTTP) and memory at several catalog sizes
+    (or, with --backends, the torch and onnx embedding backends side by side)."""
+    if compare_backends:
+        from toolsift.bench.backends import backends_table, run_backends
+
+        document = run_backends(parse_ks(sizes)[0], query_count, requests, click.echo)
+        document["command"] = command_line("perf")
+        click.echo(backends_table(document))
+        write_figures(json_path, document)
+        return
     from toolsift.bench.performance import run_sizes
     from toolsift.bench.report import performance_tables, write_performance_report
 

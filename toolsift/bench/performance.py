@@ -31,7 +31,7 @@ from toolsift.router import Router
 ENCODE_SAMPLE = 2000
 
 
-def _percentiles(samples: Sequence[float]) -> dict[str, float]:
+def percentiles(samples: Sequence[float]) -> dict[str, float]:
     ordered = sorted(samples)
     cuts = statistics.quantiles(ordered, n=100, method="inclusive")
     return {
@@ -42,7 +42,7 @@ def _percentiles(samples: Sequence[float]) -> dict[str, float]:
     }
 
 
-def _peak_rss_mib() -> float:
+def peak_rss_mib() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
@@ -51,7 +51,7 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _timed_ms(function: Callable[[], Any]) -> float:
+def timed_ms(function: Callable[[], Any]) -> float:
     started = time.perf_counter()
     function()
     return (time.perf_counter() - started) * 1000
@@ -76,7 +76,7 @@ def measure(size: int, queries: int = 200, kind: str = "auto", model: str = "all
         "model": embedder.name,
         "queries": queries,
         **row,
-        "peak_rss_mib": round(_peak_rss_mib(), 1),
+        "peak_rss_mib": round(peak_rss_mib(), 1),
     }
 
 
@@ -113,14 +113,14 @@ def measure_routing(router: Router, warm_up: Sequence[str], queries: Sequence[st
     for number, query in enumerate(queries):
         # the bare embedding gets its own copy of the text: the router must not find it cached
         def time_embed(text: str = query.upper()) -> None:
-            embed_ms.append(_timed_ms(lambda: router.embedder.embed_queries([text])))
+            embed_ms.append(timed_ms(lambda: router.embedder.embed_queries([text])))
 
         def time_route(text: str = query) -> None:
-            route_ms.append(_timed_ms(lambda: router.route(text, 5)))
+            route_ms.append(timed_ms(lambda: router.route(text, 5)))
 
         for step in (time_embed, time_route) if number % 2 else (time_route, time_embed):
             step()
-    route, embed = _percentiles(route_ms), _percentiles(embed_ms)
+    route, embed = percentiles(route_ms), percentiles(embed_ms)
     return {"route_ms": route, "embed_ms": embed, "route_vs_embed_p50": round(route["p50"] / embed["p50"], 3)}
 
 
@@ -136,14 +136,14 @@ def measure_multi_step(router: Router, count: int) -> dict[str, Any]:
     for number, query in enumerate(multi[:count]):
 
         def time_split(text: str = query) -> None:
-            split_ms.append(_timed_ms(lambda: router.route(text, 5)))
+            split_ms.append(timed_ms(lambda: router.route(text, 5)))
 
         def time_whole(text: str = query.upper()) -> None:
-            whole_ms.append(_timed_ms(lambda: whole_router.route(text, 5)))
+            whole_ms.append(timed_ms(lambda: whole_router.route(text, 5)))
 
         for step in (time_split, time_whole) if number % 2 else (time_whole, time_split):
             step()
-    split, whole = _percentiles(split_ms), _percentiles(whole_ms)
+    split, whole = percentiles(split_ms), percentiles(whole_ms)
     return {
         "multi_step_route_ms": split,
         "multi_step_whole_ms": whole,
@@ -176,8 +176,8 @@ def measure_index_search(router: Router, queries: Sequence[str]) -> dict[str, An
         hnsw_ms.append((time.perf_counter() - started) * 1000)
         overlap += len(set(exact.tolist()) & set(approx.tolist()))
     return {
-        "flat_search_ms": _percentiles(flat_ms),
-        "hnsw_search_ms": _percentiles(hnsw_ms),
+        "flat_search_ms": percentiles(flat_ms),
+        "hnsw_search_ms": percentiles(hnsw_ms),
         "hnsw_build_s": round(hnsw_build_s, 2),
         "hnsw_recall_at_5": round(overlap / (5 * len(query_vectors)), 4),
     }
@@ -188,7 +188,7 @@ def measure_http(router: Router, queries: Sequence[str]) -> dict[str, Any]:
     this router's index (saved to a temporary folder)."""
     import httpx
 
-    with tempfile.TemporaryDirectory() as folder, _serving(router.save(Path(folder) / "index")) as url:
+    with tempfile.TemporaryDirectory() as folder, serving(router.save(Path(folder) / "index")) as (url, _):
         http_ms = []
         with httpx.Client(base_url=url, timeout=30) as client:
             client.post("/route", json={"query": "warm up", "k": 5}).raise_for_status()
@@ -196,18 +196,18 @@ def measure_http(router: Router, queries: Sequence[str]) -> dict[str, Any]:
                 started = time.perf_counter()
                 client.post("/route", json={"query": query, "k": 5}).raise_for_status()
                 http_ms.append((time.perf_counter() - started) * 1000)
-    return {"http_ms": _percentiles(http_ms)}
+    return {"http_ms": percentiles(http_ms)}
 
 
 @contextmanager
-def _serving(index: Path, seconds: float = 300) -> Iterator[str]:
-    """``toolsift serve`` over ``index`` on a free loopback port, until the block ends."""
+def serving(index: Path, seconds: float = 300, environment: dict[str, str] | None = None) -> Iterator[tuple[str, int]]:
+    """``toolsift serve`` over ``index`` on a free loopback port, until the block ends: its URL and pid."""
     import httpx
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    environment = {**os.environ, "TOOLSIFT_RELOAD_INTERVAL": "0", "TOOLSIFT_LOG_LEVEL": "warning"}
+    environment = {**(environment or os.environ), "TOOLSIFT_RELOAD_INTERVAL": "0", "TOOLSIFT_LOG_LEVEL": "warning"}
     command = [sys.executable, "-m", "toolsift", "serve", "--index", str(index), "--port", str(port)]
     server = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
@@ -220,7 +220,7 @@ def _serving(index: Path, seconds: float = 300) -> Iterator[str]:
             if server.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"toolsift serve did not start: {server.communicate()[1].decode()[-2000:]}")
             time.sleep(0.1)
-        yield url
+        yield url, server.pid
     finally:
         server.terminate()
         server.wait(timeout=60)
