@@ -98,3 +98,23 @@ def test_the_torch_backend_stays_available_by_setting(tmp_path: Path) -> None:
     assert isinstance(with_torch.embedder, SentenceTransformerEmbedder)
     query = "convert 100 dollars to euros"
     assert with_torch.route(query, 3).names == Router.load(folder).route(query, 3).names
+
+
+def test_int8_is_an_opt_in_model_of_its_own(tmp_path: Path) -> None:
+    from toolsift import Router
+    from toolsift.embeddings import embedder_for
+    from toolsift.embeddings.registry import INT8_MODEL
+    from toolsift.errors import IndexMismatch
+
+    catalog = load_catalog(BUNDLED_CATALOG)
+    assert embedder_for("auto", catalog).name == DEFAULT_MODEL  # never chosen unless asked for
+    int8 = get_embedder(INT8_MODEL)
+    assert isinstance(int8, OnnxEmbedder) and int8.name == INT8_MODEL and int8.dimension == 384
+    assert sorted(path.name.endswith("-int8.onnx") for path in model_cache_dir().glob("*.onnx")) == [False, True]
+    texts = [compose_tool_text(tool) for tool in catalog][:64]
+    cosines = np.sum(int8.embed_documents(texts) * get_embedder().embed_documents(texts), axis=1)
+    assert 0.95 <= float(cosines.min()) < 0.9999  # close, but not the same vectors: a model of its own
+    folder = Router.build(catalog, int8).save(tmp_path / "index")
+    with pytest.raises(IndexMismatch, match="all-MiniLM-L6-v2-int8"):
+        Router.load(folder, get_embedder())
+    assert Router.load(folder).embedder.name == INT8_MODEL

@@ -47,8 +47,16 @@ def weights_digest(model_folder: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+INT8_SUFFIX = "-int8"
+"""A model name ending so asks for the int8 variant: MatMul weights quantized per channel
+(dynamic quantization), an opt-in trading some accuracy for speed (figures in RESULTS.md)."""
+
+
 def onnx_file(name: str, model_folder: Path) -> Path:
-    """The exported model for these weights, exporting it first (in a child process) if needed."""
+    """The exported model for these weights, exporting it first (in a child process) if needed;
+    for an ``-int8`` name, the quantized variant of that export."""
+    if name.endswith(INT8_SUFFIX):
+        return quantized_file(onnx_file(name.removesuffix(INT8_SUFFIX), model_folder))
     path = model_cache_dir() / f"{name}-{weights_digest(model_folder)}-r{RECIPE}.onnx"
     if path.is_file():
         return path
@@ -61,6 +69,27 @@ def onnx_file(name: str, model_folder: Path) -> Path:
             "Check that torch==2.13.0 and transformers are installed for the one-time export "
             f"(or copy an exported file to {path})",
         )
+    return path
+
+
+def quantized_file(source: Path) -> Path:
+    """``source`` with its MatMul weights quantized to int8 per channel, beside it (made once)."""
+    path = source.with_name(source.stem + INT8_SUFFIX + ".onnx")
+    if path.is_file():
+        return path
+    import logging
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    logging.getLogger().setLevel(max(logging.getLogger().level, logging.ERROR))  # its pre-processing advice
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        quantize_dynamic(
+            source, temporary, weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"]
+        )
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
     return path
 
 
