@@ -62,9 +62,14 @@ bench: install
 	$(BIN)/toolsift abstention-bench --datasets $(DATASETS) --limit 400 --json benchmarks/results/abstention.json
 	$(BIN)/toolsift perf --sizes 1000,10000,100000 --kind auto --json benchmarks/results/performance.json --report benchmarks/report
 	$(BIN)/toolsift perf --backends --sizes 1000 --queries 200 --requests 400 --json benchmarks/results/backends.json
+	$(BIN)/toolsift bench --datasets $(DATASETS) --model all-MiniLM-L6-v2 --methods toolsift,dense --limit 1000 \
+		--json benchmarks/results/accuracy-fp32-sample.json
+	$(BIN)/toolsift bench --datasets $(DATASETS) --model all-MiniLM-L6-v2-int8 --methods toolsift,dense --limit 1000 \
+		--json benchmarks/results/accuracy-int8.json
 	$(BIN)/toolsift sessions-bench --datasets $(DATASETS) --sessions 200 --turns 8 --json benchmarks/results/sessions.json
 	$(BIN)/toolsift sessions-bench --datasets $(DATASETS) --sessions 100 --turns 24 --cap 32 --json benchmarks/results/sessions-long.json
 	$(BIN)/python benchmarks/results_md.py benchmarks/results/accuracy.json benchmarks/results/performance.json \
 		benchmarks/results/sessions.json benchmarks/results/sessions-long.json \
 		benchmarks/results/abstention.json benchmarks/results/accuracy-ensemble.json \
-		benchmarks/results/accuracy-minilm-ko.json benchmarks/results/backends.json > benchmarks/RESULTS.md
+		benchmarks/results/accuracy-minilm-ko.json benchmarks/results/backends.json \
+		benchmarks/results/accuracy-int8.json > benchmarks/RESULTS.md

@@ -201,8 +201,45 @@ def backends_section(document: dict[str, Any]) -> str:
     )
 
 
+def int8_section(int8: dict[str, Any], fp32: dict[str, Any]) -> str:
+    """The int8 model against the fp32 one, on the same seeded samples (two runs, same --limit)."""
+
+    def recall(document: dict[str, Any], dataset: str, method: str) -> tuple[float, float]:
+        row = next(
+            r for r in document["results"]
+            if (r["dataset"], r["method"], r["metric"], r["k"], r["lang"]) == (dataset, method, "recall", 5, "all")
+        )  # fmt: skip
+        return row["value"], row["ci95"]
+
+    def speed(document: dict[str, Any], dataset: str) -> float:
+        timings = next(d for d in document["datasets"] if d["dataset"] == dataset)["timings"]
+        return float(timings["query-embedding"]["ms_per_query"])
+
+    lines = [
+        f"## Opt-in int8 model: `{int8['model']}` against `{fp32['model']}`",
+        "",
+        f"Commands: `{fp32['command']}`, then `{int8['command']}` (the same seeded sample of queries).",
+        "",
+        "| dataset | queries | toolsift R@5 fp32 | toolsift R@5 int8 | change | dense R@5 fp32 → int8 "
+        "| query embedding ms fp32 → int8 |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for entry in fp32["datasets"]:
+        name = entry["dataset"]
+        (full, full_ci), (small, small_ci) = recall(fp32, name, "toolsift"), recall(int8, name, "toolsift")
+        dense_full, dense_small = recall(fp32, name, "dense")[0], recall(int8, name, "dense")[0]
+        lines.append(
+            f"| {name} | {entry['queries']} | {full:.3f} ± {full_ci:.3f} | {small:.3f} ± {small_ci:.3f} "
+            f"| {small - full:+.3f} | {dense_full:.3f} → {dense_small:.3f} | {speed(fp32, name):.2f} → {speed(int8, name):.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def _other_section(path: str) -> str:
     document = json.loads(Path(path).read_text())
+    if str(document.get("model", "")).endswith("-int8"):
+        fp32 = Path(path).with_name("accuracy-fp32-sample.json")
+        return int8_section(document, json.loads(fp32.read_text()))
     if document.get("schema") == "toolsift-backends/1":
         return backends_section(document)
     if document.get("schema") == "toolsift-sessions/1":

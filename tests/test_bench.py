@@ -433,3 +433,26 @@ def test_backend_ratios_and_table_by_hand() -> None:
     table = backends_table({"backends": rows, "ratios": figures})
     assert "| onnx | 3.00 | 8.00 | 400 | 1.00 | 300 | 75, 10.0/20.0 | 150, 10.0/20.0 | 330, 10.0/20.0 |" in table
     assert "route p50 0.40× (target ≤ 0.45)" in table and "16-client throughput 3.30×" in table
+
+
+def test_results_md_compares_int8_with_fp32_on_the_same_sample() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "results_md", Path(__file__).parents[1] / "benchmarks" / "results_md.py"
+    )
+    assert spec is not None and spec.loader is not None
+    results_md = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(results_md)
+
+    def document(model: str, toolsift: float, dense: float, ms: float) -> dict[str, Any]:
+        rows = [
+            {"dataset": "d", "method": method, "lang": "all", "metric": "recall", "k": 5, "value": value, "ci95": 0.02}
+            for method, value in (("toolsift", toolsift), ("dense", dense))
+        ]
+        timings = {"query-embedding": {"ms_per_query": ms}}
+        return {"model": model, "command": f"bench --model {model}", "results": rows,
+                "datasets": [{"dataset": "d", "queries": 1000, "timings": timings}]}  # fmt: skip
+
+    table = results_md.int8_section(document("m-int8", 0.78, 0.70, 1.5), document("m", 0.80, 0.72, 3.0))
+    assert "| d | 1000 | 0.800 ± 0.020 | 0.780 ± 0.020 | -0.020 | 0.720 → 0.700 | 3.00 → 1.50 |" in table
