@@ -98,8 +98,7 @@ def _search_options(arguments: Mapping[str, Any], k: int, session_id: str | None
 
 
 class Client:
-    """A blocking client. ``api_key``: a tenant key (sent as ``X-API-Key``); ``admin_token`` for
-    the admin endpoints."""
+    """A blocking client. ``api_key``: a tenant key (sent as ``X-API-Key``)."""
 
     def __init__(
         self,
@@ -160,26 +159,29 @@ class Client:
     def anthropic_tool_result(self, tool_use: Any, *, k: int = 5, session_id: str | None = None) -> dict[str, Any]:
         """The ``tool_result`` block answering the model's ``toolsift_search`` call (a ``tool_use``
         block, SDK object or dict): ``tool_reference`` blocks for the tools found."""
-        arguments = search_arguments(_field(tool_use, "input"))
-        found = self.route(
-            arguments["query"],
-            delivery="tool_reference",
-            format="anthropic",
-            **_search_options(arguments, k, session_id),
-        )
-        return {"type": "tool_result", "tool_use_id": _field(tool_use, "id"), "content": found.content or []}
+        return _tool_result(tool_use, self.route(**anthropic_search(tool_use, k, session_id)))
 
     def openai_tool_search_output(self, call: Any, *, k: int = 5, session_id: str | None = None) -> dict[str, Any]:
         """The ``tool_search_output`` item answering the model's ``tool_search_call`` item."""
-        arguments = search_arguments(_field(call, "arguments"))
-        found = self.route(
-            arguments["query"],
-            delivery="tool_search_output",
-            format="responses",
-            call_id=_field(call, "call_id") or _field(call, "id"),
-            **_search_options(arguments, k, session_id),
-        )
-        return _output_item(found)
+        return _output_item(self.route(**openai_search(call, k, session_id)))
+
+
+def anthropic_search(tool_use: Any, k: int, session_id: str | None) -> dict[str, Any]:
+    """The ``/route`` request answering an Anthropic ``tool_use`` of the search tool."""
+    arguments = search_arguments(_field(tool_use, "input"))
+    return {"query": arguments["query"], "delivery": "tool_reference", "format": "anthropic",
+            **_search_options(arguments, k, session_id)}  # fmt: skip
+
+
+def openai_search(call: Any, k: int, session_id: str | None) -> dict[str, Any]:
+    """The ``/route`` request answering an OpenAI Responses ``tool_search_call`` item."""
+    arguments = search_arguments(_field(call, "arguments"))
+    return {"query": arguments["query"], "delivery": "tool_search_output", "format": "responses",
+            "call_id": _field(call, "call_id") or _field(call, "id"), **_search_options(arguments, k, session_id)}  # fmt: skip
+
+
+def _tool_result(tool_use: Any, found: RouteResponse) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": _field(tool_use, "id"), "content": found.content or []}
 
 
 def _output_item(found: RouteResponse) -> dict[str, Any]:
@@ -249,27 +251,12 @@ class AsyncClient:
     async def anthropic_tool_result(
         self, tool_use: Any, *, k: int = 5, session_id: str | None = None
     ) -> dict[str, Any]:
-        arguments = search_arguments(_field(tool_use, "input"))
-        found = await self.route(
-            arguments["query"],
-            delivery="tool_reference",
-            format="anthropic",
-            **_search_options(arguments, k, session_id),
-        )
-        return {"type": "tool_result", "tool_use_id": _field(tool_use, "id"), "content": found.content or []}
+        return _tool_result(tool_use, await self.route(**anthropic_search(tool_use, k, session_id)))
 
     async def openai_tool_search_output(
         self, call: Any, *, k: int = 5, session_id: str | None = None
     ) -> dict[str, Any]:
-        arguments = search_arguments(_field(call, "arguments"))
-        found = await self.route(
-            arguments["query"],
-            delivery="tool_search_output",
-            format="responses",
-            call_id=_field(call, "call_id") or _field(call, "id"),
-            **_search_options(arguments, k, session_id),
-        )
-        return _output_item(found)
+        return _output_item(await self.route(**openai_search(call, k, session_id)))
 
 
 def langgraph_bigtool_retrievers(

@@ -11,6 +11,7 @@ vectors agree with the torch path (cosine >= 0.9999, tested) and existing indexe
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -40,11 +41,32 @@ def model_cache_dir() -> Path:
 
 
 def weights_digest(model_folder: Path) -> str:
-    digest = hashlib.sha256()
-    with open(model_folder / "model.safetensors", "rb") as weights:
-        for block in iter(lambda: weights.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()[:16]
+    """16 hex digits of the weights' sha256. Hashing 90 MB on every start would cost a cold
+    ``toolsift route`` ~0.15 s, so the digest is remembered beside the cache, keyed by the file's
+    path, size and modification time."""
+    weights = model_folder / "model.safetensors"
+    stat = weights.stat()
+    key = f"{weights.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+    remembered = model_cache_dir() / "digests.json"
+    try:
+        known: dict[str, str] = json.loads(remembered.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if key not in known:
+        digest = hashlib.sha256()
+        with open(weights, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+        known[key] = digest.hexdigest()[:16]
+        _write_atomically(remembered, json.dumps(known, indent=1, sort_keys=True))
+    return known[key]
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    temporary.write_text(text)
+    os.replace(temporary, path)
 
 
 INT8_SUFFIX = "-int8"
