@@ -72,6 +72,38 @@ def command_line(name: str) -> str:
     return f"toolsift {name} " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else f"toolsift {name}"
 
 
+def parse_fractions(value: str) -> list[float]:
+    """``"0,0.1,0.5"`` -> ``[0.0, 0.1, 0.5]``: each from 0 to under 1."""
+    try:
+        fractions = [float(part) for part in value.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated fractions such as 0,0.1,0.25,0.5, got {value!r}") from None
+    if not fractions or any(not 0 <= f < 1 for f in fractions):
+        raise click.BadParameter(f"each fraction must be at least 0 and under 1, got {value!r}")
+    return fractions
+
+
+def _feedback_bench(
+    datasets: list[Dataset],
+    fractions: list[float],
+    ks: list[int],
+    settings: Settings,
+    cache: Any,
+    json_path: Path | None,
+    command: str,
+) -> None:
+    from toolsift.bench.feedback import curve_table, points_document, run_feedback_curve
+
+    points = []
+    for dataset in datasets:
+        embedder = embedder_for(settings.model, dataset.catalog)
+        click.echo(f"== {dataset.name}: {len(dataset.catalog)} tools, model {embedder.name}, feedback {fractions}")
+        found = run_feedback_curve(dataset, embedder, fractions, ks, cache)
+        click.echo(curve_table(found, 5 if 5 in ks else ks[-1]))
+        points += found
+    write_figures(json_path, points_document(points, settings.model, command))
+
+
 def need_folders(folders: list[Path]) -> None:
     if not folders:
         raise click.UsageError("say what to run: --dataset DIR or --datasets ROOT")
@@ -121,6 +153,12 @@ def dataset_pairs(folders: list[Path], tools: Path | None, queries: Path | None)
     type=click.Path(path_type=Path, file_okay=False),
     help="Write report.md, report.html and PNG plots here.",
 )
+@click.option(
+    "--feedback-split",
+    "feedback_split",
+    help="Comma-separated fractions F (e.g. 0,0.1,0.25,0.5): feed F of each dataset's queries as feedback "
+    "(seeded) and score toolsift with and without it on the rest (see benchmarks/README.md).",
+)
 @no_cache_option
 def bench(
     tools: Path | None,
@@ -132,6 +170,7 @@ def bench(
     model: str | None,
     json_path: Path | None,
     report_dir: Path | None,
+    feedback_split: str | None,
     no_cache: bool,
 ) -> None:
     """Measure selection accuracy of toolsift and baselines (BM25, dense, random) on labelled queries."""
@@ -141,6 +180,10 @@ def bench(
     datasets = [load_dataset(t, q).sample(limit) for t, q in dataset_pairs(folders, tools, queries)]
     settings = Settings.from_env(None, model=model)
     command = command_line("bench")
+    if feedback_split is not None:
+        cache = None if no_cache else settings.open_cache()
+        _feedback_bench(datasets, parse_fractions(feedback_split), cutoffs, settings, cache, json_path, command)
+        return
     results = run_benchmarks(
         datasets,
         settings.model,

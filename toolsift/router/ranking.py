@@ -27,6 +27,7 @@ import numpy as np
 
 from toolsift.index import FaissIndex
 from toolsift.index.lexical import LexicalIndex, best_positive
+from toolsift.router.usage import ExampleViews
 from toolsift.types import IdArray, Matrix, Vector
 
 DEFAULT_LEXICAL_WEIGHT = 0.3
@@ -99,72 +100,117 @@ def rank(
     config: RankingConfig,
     moments: DenseMoments | None = None,
     segments: Sequence[tuple[int, int]] | None = None,
+    views: ExampleViews | None = None,
 ) -> Ranked:
     """The best ``k`` tools among ``allowed`` (all when None), best first; ties go to the lower id.
 
     ``segments``: for an ensemble embedder, where each model's part of the vectors lies; each
-    model's cosine is then standardised on its own and the results summed."""
+    model's cosine is then standardised on its own and the results summed. ``views``: example
+    requests of some tools; such a tool's dense evidence is its best view (``usage.py``)."""
     pool = max(k, config.candidates)
-    dense_scores, dense_ids = dense.search(vector, pool, allowed)
-    if lexical is None or config.lexical_weight == 0:
-        ids, similarity = dense_ids[:k], dense_scores[:k]
-        zeros = np.zeros(len(ids), dtype=np.float32)
-        standardised = (
-            _standardised(dense.vectors(ids), vector, allowed, dense, moments, segments) if len(ids) else similarity
-        )
-        return Ranked(ids, standardised, similarity, zeros, standardised, zeros)
-    all_lexical = lexical.scores(query)  # every tool, once per query; the top-N below reuses it
-    lexical_scores, lexical_ids = best_positive(all_lexical, pool, allowed)
-    best = float(lexical_scores[0]) if len(lexical_scores) else 0.0
-    candidates = np.union1d(dense_ids, lexical_ids).astype(np.int64)
+    proposals = [dense.search(vector, pool, allowed)[1]]
+    use_lexical = lexical is not None and config.lexical_weight > 0
+    all_lexical = lexical.scores(query) if use_lexical and lexical is not None else None
+    if all_lexical is not None:  # every tool, once per query; the top-N below reuses it
+        proposals.append(best_positive(all_lexical, pool, allowed)[1])
+    parts = segments or [(0, vector.shape[0])]
+    lifts = [_lifts(views, vector, start, end, dense, allowed) for start, end in parts] if views else []
+    proposals += [_best_lifted(tools, lifted, pool) for tools, _, lifted in lifts]
+    candidates = np.unique(np.concatenate(proposals)).astype(np.int64)
     if not len(candidates):
         empty = np.empty(0, dtype=np.float32)
         return Ranked(candidates, empty, empty, empty, empty, empty)
     candidate_vectors = dense.vectors(candidates)
     similarity = (candidate_vectors @ vector).astype(np.float32)
-    dense_part = _standardised(candidate_vectors, vector, allowed, dense, moments, segments)
-    eligible_lexical = all_lexical if allowed is None else all_lexical[allowed]
-    lexical_std = float(eligible_lexical.std())
-    if lexical_std > 0:
-        lexical_z = (all_lexical[candidates] - float(eligible_lexical.mean())) / lexical_std
-    else:
-        lexical_z = np.zeros(len(candidates))
-    lexical_part = (config.lexical_weight * lexical_z).astype(np.float32)
+    dense_part = _standardised(candidates, candidate_vectors, vector, allowed, dense, moments, parts, lifts)
+    lexical_part = np.zeros(len(candidates), dtype=np.float32)
+    shown = np.zeros(len(candidates), dtype=np.float32)
+    if all_lexical is not None:
+        lexical_part = (config.lexical_weight * _lexical_z(all_lexical, candidates, allowed)).astype(np.float32)
+        best = float(all_lexical[candidates].max()) if allowed is None else float(all_lexical[allowed].max())
+        shown = (all_lexical[candidates] / best if best > 0 else shown).astype(np.float32)
     fused = dense_part + lexical_part
     order = np.lexsort((candidates, -fused))[:k]
-    shown = (all_lexical[candidates] / best if best > 0 else np.zeros(len(candidates))).astype(np.float32)
     return Ranked(
         candidates[order], fused[order], similarity[order], shown[order], dense_part[order], lexical_part[order]
     )
 
 
+def _lexical_z(all_lexical: np.ndarray, candidates: IdArray, allowed: IdArray | None) -> np.ndarray:
+    eligible = all_lexical if allowed is None else all_lexical[allowed]
+    spread = float(eligible.std())
+    if spread <= 0:
+        return np.zeros(len(candidates))
+    return (all_lexical[candidates] - float(eligible.mean())) / spread
+
+
+Lifts = tuple[IdArray, np.ndarray, np.ndarray]
+"""For one vector segment: the eligible tools with examples (sorted ids), each one's own text
+cosine, and how far its best view lies above that (>= 0)."""
+
+
+def _lifts(
+    views: ExampleViews, vector: Vector, start: int, end: int, dense: FaissIndex, allowed: IdArray | None
+) -> Lifts:
+    tools, nearest = views.nearest(vector, start, end)
+    if allowed is not None:
+        keep = np.isin(tools, allowed, assume_unique=True)
+        tools, nearest = tools[keep], nearest[keep]
+    own = dense.vectors(tools)[:, start:end] @ vector[start:end] if len(tools) else nearest
+    return tools, own, np.maximum(nearest - own, 0.0).astype(np.float32)
+
+
+def _best_lifted(tools: IdArray, lifted: np.ndarray, pool: int) -> IdArray:
+    """The tools whose examples lift them most: candidates the tool texts alone may miss."""
+    if len(tools) <= pool:
+        return tools[lifted > 0]
+    top = np.argpartition(-lifted, pool)[:pool]
+    return tools[top][lifted[top] > 0]
+
+
 def _standardised(
+    candidate_ids: IdArray,
     candidates: Matrix,
     vector: Vector,
     allowed: IdArray | None,
     dense: FaissIndex,
     moments: DenseMoments | None,
-    segments: Sequence[tuple[int, int]] | None,
+    parts: Sequence[tuple[int, int]],
+    lifts: Sequence[Lifts],
 ) -> np.ndarray:
-    """Sum over the embedder's segments of each segment's cosine, standardised over the eligible
-    tools (exactly for small tag-ruled sets, from the catalog's moments otherwise)."""
-    parts = segments or [(0, vector.shape[0])]
+    """Sum over the embedder's segments of each segment's best-view cosine, standardised over
+    the eligible tools (exactly for small tag-ruled sets, from the catalog's moments otherwise).
+
+    A view lifts a tool's cosine by ``lift`` >= 0, so the eligible tools' mean and second moment
+    of the lifted scores are the plain ones plus the lifted tools' corrections: still exact."""
     eligible: Matrix | None = None
     if allowed is not None and (len(allowed) <= EXACT_STATS_UP_TO or moments is None):
         eligible = dense.vectors(allowed) if len(allowed) else np.zeros((1, vector.shape[0]), np.float32)
     elif moments is None:
         moments = DenseMoments.of(dense, len(dense))
+    count = max(1, len(dense) if allowed is None else len(allowed))
     total = np.zeros(candidates.shape[0], dtype=np.float32)
-    for start, end in parts:
+    for segment, (start, end) in enumerate(parts):
         query = vector[start:end]
         scores = candidates[:, start:end] @ query
         if eligible is not None:
             reference = eligible[:, start:end] @ query
-            mean, std = float(reference.mean()), float(reference.std())
+            mean, second = float(reference.mean()), float((reference * reference).mean())
         else:
             assert moments is not None
             mean = float(query @ moments.mean[start:end])
-            variance = float(query @ moments.second[start:end, start:end] @ query) - mean * mean
-            std = float(np.sqrt(max(variance, 0.0)))
+            second = float(query @ moments.second[start:end, start:end] @ query)
+        if lifts and len(lifts[segment][0]):
+            tools, own, lifted = lifts[segment]
+            mean += float(lifted.sum()) / count
+            second += float(((own + lifted) ** 2 - own**2).sum()) / count
+            scores = scores + _lift_of(candidate_ids, tools, lifted)
+        std = float(np.sqrt(max(second - mean * mean, 0.0)))
         total += ((scores - mean) / max(std, 1e-6)).astype(np.float32)
     return total
+
+
+def _lift_of(ids: IdArray, tools: IdArray, lifted: np.ndarray) -> np.ndarray:
+    """Each of ``ids``' lift (0 for a tool without examples); ``tools`` is sorted."""
+    at = np.minimum(np.searchsorted(tools, ids), len(tools) - 1)
+    return np.where(tools[at] == ids, lifted[at], 0.0).astype(np.float32)

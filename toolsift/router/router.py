@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -30,6 +31,7 @@ from toolsift.router.formats import OutputFormat, format_tool
 from toolsift.router.intents import split_intents
 from toolsift.router.ranking import DenseMoments, Ranked, RankingConfig, rank
 from toolsift.router.rules import TagIndex, TagRules
+from toolsift.router.usage import ExampleViews, Feedback, UsageBook, catalog_examples
 from toolsift.types import IdArray, Vector
 
 DEFAULT_K = 5
@@ -122,6 +124,12 @@ class Router:
         self.moments = DenseMoments.of(index.vectors, len(index.catalog)) if len(index.catalog) else None
         self.query_cache = QueryCache(MicroBatcher(embedder), QUERY_CACHE_SIZE)  # concurrent queries, one batch
         self.last_build: BuildStats | None = None
+        self.usage: UsageBook | None = None
+        """Feedback this router learns from (``learn``, ``attach``); None: catalog examples only."""
+        self._examples = catalog_examples((i, tool.examples) for i, tool in enumerate(index.catalog))
+        self._example_vectors: dict[str, Vector] = {}
+        self._views: dict[str, tuple[int, ExampleViews | None]] = {}
+        self._views_lock = threading.Lock()
 
     # -- construction ----------------------------------------------------------------------
 
@@ -156,6 +164,9 @@ class Router:
         index, stats = ToolIndex.build(catalog, self.embedder, kind=chosen, cache=cache, previous=self.index)
         router = Router(index, self.embedder, self.ranking)
         router.last_build = replace(stats, seconds=time.perf_counter() - started)
+        router._example_vectors = dict(self._example_vectors)  # same model: no example is embedded twice
+        if self.usage is not None:
+            router.attach(self.usage)
         return router
 
     @classmethod
@@ -195,6 +206,7 @@ class Router:
         pinned: Sequence[str] = (),
         scope: IdArray | None = None,
         split_intents: bool | None = None,
+        usage_pool: str | None = "",
     ) -> RouteResult:
         """The ``k`` tools that best fit ``query`` among those ``rules`` allow.
 
@@ -203,9 +215,18 @@ class Router:
         ``pinned`` names tools delivered whatever the query and the rules; they are not ranked
         and do not take any of the ``k`` places. ``scope`` (sorted ids, e.g. a tenant's visible
         tools) limits everything, errors included, to those tools. ``split_intents`` overrides
-        the ranking config for this call (route each part of a multi-part request too)."""
+        the ranking config for this call (route each part of a multi-part request too).
+        ``usage_pool``: whose feedback ranks too (a tenant's name; ``""`` without tenants; None:
+        the catalog's examples only)."""
         return self.route_many(
-            [query], k, rules, min_score=min_score, pinned=pinned, scope=scope, split_intents=split_intents
+            [query],
+            k,
+            rules,
+            min_score=min_score,
+            pinned=pinned,
+            scope=scope,
+            split_intents=split_intents,
+            usage_pool=usage_pool,
         )[0]
 
     def route_many(
@@ -218,6 +239,7 @@ class Router:
         pinned: Sequence[str] = (),
         scope: IdArray | None = None,
         split_intents: bool | None = None,
+        usage_pool: str | None = "",
     ) -> list[RouteResult]:
         """``route`` for several queries, embedding them in one batch."""
         started = time.perf_counter()
@@ -242,12 +264,13 @@ class Router:
             for batch in (wholes, part_texts):
                 if batch:
                     vectors.update(zip(batch, self.embed_queries(batch), strict=True))
+        views = self.views(usage_pool) if eligible else None
         results = []
         for query, parts in zip(checked, intents, strict=True):
             matches: list[Match] = []
             if eligible:
-                whole = self._rank(query, vectors[query], k, allowed)
-                part_tops = [(part, self._rank(part, vectors[part], 1, allowed)) for part in parts]
+                whole = self._rank(query, vectors[query], k, allowed, views)
+                part_tops = [(part, self._rank(part, vectors[part], 1, allowed, views)) for part in parts]
                 matches = self._merge(whole, part_tops, k, min_score)
             results.append(
                 RouteResult(
@@ -269,7 +292,7 @@ class Router:
         parts = split_intents(query)
         return parts if len(parts) > 1 else []
 
-    def _rank(self, query: str, vector: Vector, k: int, allowed: IdArray | None) -> Ranked:
+    def _rank(self, query: str, vector: Vector, k: int, allowed: IdArray | None, views: ExampleViews | None) -> Ranked:
         return rank(
             vector,
             query,
@@ -280,7 +303,57 @@ class Router:
             self.ranking,
             self.moments,
             getattr(self.embedder, "segments", None),
+            views,
         )
+
+    # -- learning from use -----------------------------------------------------------------
+
+    def attach(self, book: UsageBook) -> None:
+        """Learn from ``book`` (shared with other routers, e.g. the next one after a reload);
+        its requests are embedded now, so the first route after it pays nothing."""
+        self.usage = book
+        for pool in book.pools():
+            self.views(pool)
+
+    def learn(self, feedback: Feedback | Sequence[Feedback]) -> None:
+        """Record that a request was answered by a tool (a book is created on first use).
+        Unknown tools raise ``UnknownTool`` (field ``tool``)."""
+        items = [feedback] if isinstance(feedback, Feedback) else list(feedback)
+        items = [replace(item, tool=self.catalog.resolve(item.tool)) for item in items]  # a sent name works too
+        for item in items:
+            if item.tool not in self.catalog:
+                raise UnknownTool(item.tool, self.catalog.names, field="tool")
+        if self.usage is None:
+            self.usage = UsageBook()
+        for item in items:
+            self.usage.add(replace(item, query=_check_query(item.query)))
+
+    def views(self, pool: str | None) -> ExampleViews | None:
+        """The example views ranking uses for ``pool``: the catalog's examples and, unless
+        ``pool`` is None, that pool's feedback; rebuilt when the book changed."""
+        version = self.usage.version if self.usage is not None and pool is not None else -1
+        key = "\x00none" if pool is None else pool
+        with self._views_lock:
+            known = self._views.get(key)
+            if known is not None and known[0] == version:
+                return known[1]
+            pairs = list(self._examples)
+            if self.usage is not None and pool is not None:
+                pairs += [
+                    (self.catalog.position(tool), text)
+                    for tool, text in self.usage.examples(pool)
+                    if tool in self.catalog
+                ]
+            views = ExampleViews.of(self._example_pairs(pairs))
+            self._views[key] = (version, views)
+            return views
+
+    def _example_pairs(self, pairs: Sequence[tuple[int, str]]) -> list[tuple[int, Vector]]:
+        missing = list(dict.fromkeys(text for _, text in pairs if text not in self._example_vectors))
+        for start in range(0, len(missing), 256):
+            batch = missing[start : start + 256]
+            self._example_vectors.update(zip(batch, self.embedder.embed_queries(batch), strict=True))
+        return [(tool_id, self._example_vectors[text]) for tool_id, text in pairs]
 
     def _merge(
         self, whole: Ranked, part_tops: Sequence[tuple[str, Ranked]], k: int, min_score: float | None

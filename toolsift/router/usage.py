@@ -1,0 +1,182 @@
+"""Learning from use: example requests as extra views of a tool in the ranking.
+
+A tool's *views* are its own text and the requests it is known to answer: the ``examples`` its
+catalog entry lists, and the requests users sent before calling it (feedback). For a query, a
+tool's dense evidence is its best view: ``max(cosine(query, tool), cosine(query, nearest
+example))``, standardised over the eligible tools as the plain cosine is (``ranking.py``). How
+users phrase requests is what a catalog's wording lacks; measured on the four shared datasets,
+the best view beat a per-tool centroid and a separate weighted signal (benchmarks/DECISIONS.md).
+
+``UsageBook`` holds the feedback: per pool (a tenant, or ``""`` without tenants), per tool, the
+latest distinct requests, within ``FeedbackLimits``. It holds text only; each router embeds the
+texts with its own model (``Router.views``), so a rebuild with another model keeps the book.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from toolsift.types import IdArray, Matrix, Vector
+
+DEFAULT_PER_TOOL = 256
+DEFAULT_PER_CONTRIBUTOR = 16
+DEFAULT_PER_POOL = 50_000
+
+
+@dataclass(frozen=True)
+class FeedbackLimits:
+    """What the book retains; the oldest request goes first when a limit is reached.
+
+    ``per_contributor`` is the cap that keeps one key or session from dominating a tool's views:
+    its requests beyond that many, for one tool, replace its own older ones."""
+
+    per_tool: int = DEFAULT_PER_TOOL
+    per_contributor: int = DEFAULT_PER_CONTRIBUTOR
+    per_pool: int = DEFAULT_PER_POOL
+
+    def __post_init__(self) -> None:
+        for name in ("per_tool", "per_contributor", "per_pool"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, not {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """One observation: ``query`` was answered by calling ``tool``."""
+
+    query: str
+    tool: str
+    pool: str = ""
+    contributor: str = "anonymous"
+
+
+@dataclass
+class _Pool:
+    tools: dict[str, OrderedDict[str, str]] = field(default_factory=dict)
+    """tool name -> (request text -> contributor), oldest first."""
+    order: OrderedDict[tuple[str, str], None] = field(default_factory=OrderedDict)
+    """(tool, request) pairs, oldest first, across tools (for ``per_pool``)."""
+
+
+class UsageBook:
+    """The retained feedback, by pool and tool. Thread-safe; ``version`` changes on every change."""
+
+    def __init__(self, limits: FeedbackLimits | None = None) -> None:
+        self.limits = limits or FeedbackLimits()
+        self.version = 0
+        self._pools: dict[str, _Pool] = {}
+        self._lock = threading.Lock()
+
+    def add(self, feedback: Feedback) -> None:
+        """Remember ``feedback``; a request already known for the tool becomes the newest."""
+        with self._lock:
+            pool = self._pools.setdefault(feedback.pool, _Pool())
+            requests = pool.tools.setdefault(feedback.tool, OrderedDict())
+            key = (feedback.tool, feedback.query)
+            requests.pop(feedback.query, None)
+            pool.order.pop(key, None)
+            requests[feedback.query] = feedback.contributor
+            pool.order[key] = None
+            self._enforce(pool, feedback.tool, feedback.contributor)
+            self.version += 1
+
+    def _enforce(self, pool: _Pool, tool: str, contributor: str) -> None:
+        requests = pool.tools[tool]
+        own = [text for text, who in requests.items() if who == contributor]
+        for text in own[: max(0, len(own) - self.limits.per_contributor)]:
+            self._drop(pool, tool, text)
+        while len(requests) > self.limits.per_tool:
+            self._drop(pool, tool, next(iter(requests)))
+        while len(pool.order) > self.limits.per_pool:
+            oldest_tool, oldest_text = next(iter(pool.order))
+            self._drop(pool, oldest_tool, oldest_text)
+
+    @staticmethod
+    def _drop(pool: _Pool, tool: str, text: str) -> None:
+        requests = pool.tools[tool]
+        del requests[text]
+        del pool.order[(tool, text)]
+        if not requests:
+            del pool.tools[tool]
+
+    def reset(self, pool: str | None = None, tool: str | None = None) -> int:
+        """Forget the feedback of ``pool`` (every pool when None), of ``tool`` only when given;
+        returns how many requests were forgotten."""
+        with self._lock:
+            forgotten = 0
+            for name in [pool] if pool is not None else list(self._pools):
+                entry = self._pools.get(name)
+                if entry is None:
+                    continue
+                for tool_name in [tool] if tool is not None else list(entry.tools):
+                    for text in list(entry.tools.get(tool_name, ())):
+                        self._drop(entry, tool_name, text)
+                        forgotten += 1
+                if not entry.tools:
+                    del self._pools[name]
+            self.version += 1
+            return forgotten
+
+    def examples(self, pool: str) -> list[tuple[str, str]]:
+        """(tool, request) pairs of ``pool``, by tool, oldest request first."""
+        with self._lock:
+            entry = self._pools.get(pool)
+            return [] if entry is None else [(t, text) for t, texts in entry.tools.items() for text in texts]
+
+    def summary(self, pool: str) -> dict[str, list[str]]:
+        """Per tool, its retained requests (oldest first)."""
+        with self._lock:
+            entry = self._pools.get(pool)
+            return {} if entry is None else {tool: list(texts) for tool, texts in entry.tools.items()}
+
+    def pools(self) -> list[str]:
+        with self._lock:
+            return sorted(self._pools)
+
+    def records(self) -> list[Feedback]:
+        """Everything retained, oldest first per pool: what a compacted log keeps."""
+        with self._lock:
+            return [
+                Feedback(text, tool, name, entry.tools[tool][text])
+                for name, entry in self._pools.items()
+                for tool, text in entry.order
+            ]
+
+
+@dataclass(frozen=True)
+class ExampleViews:
+    """Example vectors of one pool, grouped by tool: rows ``starts[i]:starts[i+1]`` belong to
+    ``tools[i]`` (sorted catalog positions)."""
+
+    vectors: Matrix
+    tools: IdArray
+    starts: IdArray
+
+    @classmethod
+    def of(cls, pairs: Sequence[tuple[int, Vector]]) -> ExampleViews | None:
+        if not pairs:
+            return None
+        ordered = sorted(range(len(pairs)), key=lambda row: pairs[row][0])
+        owners = np.asarray([pairs[row][0] for row in ordered], dtype=np.int64)
+        tools, starts = np.unique(owners, return_index=True)
+        vectors = np.vstack([pairs[row][1] for row in ordered]).astype(np.float32)
+        return cls(vectors, tools, starts.astype(np.int64))
+
+    def __len__(self) -> int:
+        return int(self.vectors.shape[0])
+
+    def nearest(self, query: Vector, start: int, end: int) -> tuple[IdArray, np.ndarray]:
+        """The tools that have examples (sorted ids) and each one's best example cosine with
+        ``query`` over the vector segment ``start:end``."""
+        scores = self.vectors[:, start:end] @ query[start:end]
+        return self.tools, np.maximum.reduceat(scores, self.starts).astype(np.float32)
+
+
+def catalog_examples(tools: Iterable[tuple[int, Sequence[str]]]) -> list[tuple[int, str]]:
+    """(tool id, example) pairs from (tool id, the tool's ``examples``)."""
+    return [(tool_id, text) for tool_id, examples in tools for text in examples]
