@@ -40,6 +40,8 @@ def test_every_route_is_documented(tiny_router: Router) -> None:
         "/admin/status",
         "/admin/tools",
         "/admin/tools/{name}",
+        "/feedback",
+        "/admin/feedback",
     }
     for path in paths:
         assert f" {path}`" in README, path

@@ -22,6 +22,7 @@ from toolsift.index import INDEX_KINDS, ToolIndex
 from toolsift.router import ACCESS_POLICIES, MAX_K, OUTPUT_FORMATS, Access, Router, TagRules, deliver
 from toolsift.router.deferred import DEFERRED_FORMATS, deferred_tools
 from toolsift.router.ranking import DEFAULT_LEXICAL_WEIGHT
+from toolsift.service.feedback_cli import feedback as feedback_commands
 from toolsift.settings import BUNDLED_CATALOG, Settings
 from toolsift.tenants import Tenants, load_tenants
 
@@ -461,5 +462,5 @@ def deferred(index_path: Path | None, output_format: str) -> None:
     sys.stdout.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
 
 
-for _command in BENCH_COMMANDS:
+for _command in (*BENCH_COMMANDS, feedback_commands):
     main.add_command(_command)

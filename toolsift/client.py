@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from toolsift import errors
 from toolsift.router.deferred import SEARCH_TOOL_NAME, DeferredFormat
-from toolsift.service.schemas import RouteResponse
+from toolsift.service.schemas import FeedbackAccepted, RouteResponse
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 RETRY_STATUSES = frozenset({502, 503, 504})
@@ -76,6 +76,10 @@ def error_from(response: httpx.Response) -> errors.ToolsiftError:
 def route_request(query: str, **options: Any) -> dict[str, Any]:
     """The ``POST /route`` body: ``query`` and the options that are set."""
     return {"query": query, **{key: value for key, value in options.items() if value is not None}}
+
+
+def feedback_request(query: str, tool: str, session_id: str | None) -> dict[str, Any]:
+    return {"query": query, "tool": tool, **({"session_id": session_id} if session_id else {})}
 
 
 def search_arguments(arguments: Any) -> dict[str, Any]:
@@ -145,6 +149,12 @@ class Client:
 
     def deferred(self, format: DeferredFormat) -> DeferredTools:
         return DeferredTools.model_validate(self._request("GET", "/deferred", params={"format": format}).json())
+
+    def feedback(self, query: str, tool: str, *, session_id: str | None = None) -> FeedbackAccepted:
+        """``POST /feedback``: ``tool`` is what the model called for ``query``; later routes learn
+        from it. Safe to retry: the same request for the same tool is kept once."""
+        response = self._request("POST", "/feedback", json=feedback_request(query, tool, session_id))
+        return FeedbackAccepted.model_validate(response.json())
 
     def tools(
         self, *, tag: Iterable[str] = (), format: str = "toolsift", offset: int = 0, limit: int = 100
@@ -237,6 +247,10 @@ class AsyncClient:
     async def deferred(self, format: DeferredFormat) -> DeferredTools:
         response = await self._request("GET", "/deferred", params={"format": format})
         return DeferredTools.model_validate(response.json())
+
+    async def feedback(self, query: str, tool: str, *, session_id: str | None = None) -> FeedbackAccepted:
+        response = await self._request("POST", "/feedback", json=feedback_request(query, tool, session_id))
+        return FeedbackAccepted.model_validate(response.json())
 
     async def tools(
         self, *, tag: Iterable[str] = (), format: str = "toolsift", offset: int = 0, limit: int = 100

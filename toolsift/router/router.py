@@ -317,16 +317,24 @@ class Router:
 
     def learn(self, feedback: Feedback | Sequence[Feedback]) -> None:
         """Record that a request was answered by a tool (a book is created on first use).
-        Unknown tools raise ``UnknownTool`` (field ``tool``)."""
-        items = [feedback] if isinstance(feedback, Feedback) else list(feedback)
-        items = [replace(item, tool=self.catalog.resolve(item.tool)) for item in items]  # a sent name works too
-        for item in items:
-            if item.tool not in self.catalog:
-                raise UnknownTool(item.tool, self.catalog.names, field="tool")
+        Each is checked first (``checked_feedback``): nothing is recorded if one is wrong."""
+        items = [self.checked_feedback(item) for item in ([feedback] if isinstance(feedback, Feedback) else feedback)]
         if self.usage is None:
             self.usage = UsageBook()
         for item in items:
-            self.usage.add(replace(item, query=_check_query(item.query)))
+            self.usage.add(item)
+
+    def checked_feedback(self, feedback: Feedback, scope: IdArray | None = None) -> Feedback:
+        """``feedback`` with its query as ``route`` accepts it and its tool by catalog name (a sent
+        name works too); a tool unknown, or outside ``scope``, raises ``UnknownTool`` (``tool``)."""
+        name = self.catalog.resolve(feedback.tool)
+        visible = name in self.catalog and (
+            scope is None or bool(np.isin(self.catalog.position(name), scope, assume_unique=True))
+        )
+        if not visible:
+            known = self.catalog.names if scope is None else [self.catalog[int(i)].name for i in scope]
+            raise UnknownTool(feedback.tool, known, field="tool")
+        return replace(feedback, query=_check_query(feedback.query), tool=name)
 
     def views(self, pool: str | None) -> ExampleViews | None:
         """The example views ranking uses for ``pool``: the catalog's examples and, unless

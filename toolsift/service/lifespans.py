@@ -16,6 +16,7 @@ import anyio
 from fastapi import FastAPI
 
 from toolsift.catalog import load_catalog
+from toolsift.index.feedback_log import feedback_log_path
 from toolsift.mcp import LiveCatalog, load_sources, router_builder
 from toolsift.router import Router
 from toolsift.service.catalog_updates import publish, warn_about_tenants, watch_index_folder
@@ -44,6 +45,8 @@ async def serve_given_router(state: ServiceState) -> AsyncIterator[None]:
 @asynccontextmanager
 async def serve_index_folder(state: ServiceState) -> AsyncIterator[None]:
     settings = state.settings
+    if state.usage.log is None:
+        state.usage.open_log(feedback_log_path(settings.index_path))
     if state.routers.peek() is None:  # not loaded yet (toolsift mcp loads it before it starts)
         logger.info("loading index from %s", settings.index_path)
         state.routers.set(Router.load(settings.index_path, ranking=settings.ranking(), backend=settings.backend))

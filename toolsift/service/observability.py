@@ -82,6 +82,7 @@ class Metrics:
             registry=self.registry,
         )
         self.reloads = Counter("toolsift_reloads", "Catalog reloads by outcome", ["outcome"], registry=self.registry)
+        self.feedback = Counter("toolsift_feedback", "Feedback requests accepted", registry=self.registry)
         self.registry.register(_SnapshotCollector(snapshot))
 
 

@@ -268,3 +268,47 @@ class ErrorBody(BaseModel):
 
 class ErrorResponse(BaseModel):
     error: ErrorBody
+
+
+class FeedbackRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={"examples": [{"query": "what's the weather in Paris tomorrow", "tool": "get_weather"}]},
+    )
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The user's request, as routed")
+    tool: str = Field(min_length=1, max_length=256, description="The tool the model actually called for it")
+    session_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        pattern=SESSION_ID_PATTERN,
+        description="The conversation it came from: one session contributes at most 16 requests per tool",
+    )
+
+    @field_validator("query")
+    @classmethod
+    def _has_text(cls, query: str) -> str:
+        return RouteRequest._has_text(query)
+
+
+class FeedbackAccepted(BaseModel):
+    accepted: bool = True
+    tool: str = Field(description="The tool's catalog name")
+    examples: int = Field(description="Requests now retained for this tool (for the caller's tenant)")
+
+
+class FeedbackTool(BaseModel):
+    tool: str
+    requests: list[str] = Field(description="Retained requests, oldest first")
+
+
+class FeedbackSummary(BaseModel):
+    tenant: str | None
+    retained: int
+    tools: list[FeedbackTool]
+
+
+class FeedbackReset(BaseModel):
+    forgotten: int

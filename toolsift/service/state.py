@@ -18,16 +18,22 @@ from toolsift.curation import LintReport
 from toolsift.errors import NotReady
 from toolsift.mcp import LiveCatalog
 from toolsift.router import Router, SessionStore
+from toolsift.router.usage import UsageBook
 from toolsift.service.observability import Metrics
+from toolsift.service.usage_feed import UsageFeed
 from toolsift.settings import Settings
 from toolsift.tenants import Tenants, TenantSpec
 from toolsift.types import IdArray
 
 
 class RouterHolder:
-    """The live router; swapped whole, so each request sees one consistent index."""
+    """The live router; swapped whole, so each request sees one consistent index. Every router
+    it holds learns from ``book`` (the service's feedback)."""
 
-    def __init__(self, router: Router | None = None) -> None:
+    def __init__(self, router: Router | None = None, book: UsageBook | None = None) -> None:
+        self.book = book or UsageBook()
+        if router is not None:
+            router.attach(self.book)
         self._router = router
         self._lock = threading.Lock()
 
@@ -42,6 +48,7 @@ class RouterHolder:
         return self._router
 
     def set(self, router: Router) -> None:
+        router.attach(self.book)  # before it serves: its example views are ready
         with self._lock:
             self._router = router
 
@@ -60,6 +67,7 @@ class ServiceState:
     service loads the index folder or a live catalog."""
     routers: RouterHolder
     sessions: SessionStore
+    usage: UsageFeed
     metrics: Metrics = field(init=False)
     live: LiveCatalog | None = None
     """The running ``LiveCatalog`` while the catalog comes from MCP servers, else None."""
@@ -77,7 +85,8 @@ class ServiceState:
     @classmethod
     def create(cls, router: Router | None, settings: Settings, tenants: Tenants | None) -> ServiceState:
         sessions = SessionStore(settings.session_cap, settings.max_sessions, settings.session_ttl)
-        return cls(settings, tenants, router, RouterHolder(router), sessions)
+        usage = UsageFeed()
+        return cls(settings, tenants, router, RouterHolder(router, usage.book), sessions, usage)
 
     def snapshot(self) -> dict[str, float]:
         """Values read at each metrics scrape."""

@@ -11,7 +11,7 @@ from toolsift.catalog import Catalog, parse_catalog
 from toolsift.errors import ToolNotFound
 from toolsift.service.catalog_updates import change_catalog, reload_index_folder
 from toolsift.service.dependencies import State, require_admin
-from toolsift.service.schemas import AdminChange, ToolsIn
+from toolsift.service.schemas import AdminChange, FeedbackReset, FeedbackSummary, ToolsIn
 
 logger = logging.getLogger("toolsift.service")
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
@@ -42,6 +42,31 @@ async def delete_tool(name: str, state: State) -> dict[str, Any]:
         return Catalog([tool for tool in catalog if tool.name != name_in_catalog], source=catalog.source)
 
     return await change_catalog(state, apply)
+
+
+@router.get("/feedback", summary="What routing learned from feedback (admin token)", response_model=FeedbackSummary)
+def show_feedback(
+    state: State, tenant: Annotated[str | None, Query(description="The tenant (omit without tenants)")] = None
+) -> dict[str, Any]:
+    state.usage.refresh()
+    tools = state.usage.book.summary(tenant or "")
+    return {
+        "tenant": tenant,
+        "retained": sum(len(requests) for requests in tools.values()),
+        "tools": [{"tool": name, "requests": requests} for name, requests in sorted(tools.items())],
+    }
+
+
+@router.delete("/feedback", summary="Forget feedback (admin token)", response_model=FeedbackReset)
+def reset_feedback(
+    state: State,
+    tenant: Annotated[str | None, Query(description="Only this tenant's (omit without tenants)")] = None,
+    tool: Annotated[str | None, Query(description="Only this tool's")] = None,
+    every_tenant: Annotated[bool, Query(description="Every tenant's feedback")] = False,
+) -> dict[str, Any]:
+    pool = None if every_tenant else (tenant or "")
+    name = state.routers.get().catalog.resolve(tool) if tool is not None else None
+    return {"forgotten": state.usage.reset(pool, name)}
 
 
 @router.post("/reload", summary="Reload the catalog (admin token)")

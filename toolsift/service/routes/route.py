@@ -19,6 +19,7 @@ router = APIRouter()
 def route(request: RouteRequest, state: State, tenant: Tenant) -> Response:
     current = state.routers.get()  # one router for the whole request, even if a reload lands meanwhile
     scope = state.scope_of(tenant, current)
+    state.usage.refresh()  # feedback other workers took since this one last looked
     rules = request.rules()
     result = current.route(
         request.query,
@@ -28,6 +29,7 @@ def route(request: RouteRequest, state: State, tenant: Tenant) -> Response:
         pinned=request.pinned,
         scope=scope,
         split_intents=request.split_intents,
+        usage_pool=tenant.name if tenant is not None else "",
     )
     delivered = deliver(
         current,

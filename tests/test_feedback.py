@@ -1,0 +1,315 @@
+"""Learning from use: example requests (catalog ``examples`` and feedback) as extra views of a
+tool, the book's caps, the log every worker follows, and the HTTP API around them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import numpy as np
+import orjson
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+
+from toolsift import Router
+from toolsift.catalog import parse_catalog
+from toolsift.cli import main
+from toolsift.embeddings import HashingEmbedder
+from toolsift.errors import UnknownTool
+from toolsift.index.feedback_log import FeedbackLog, feedback_log_path
+from toolsift.router import RankingConfig
+from toolsift.router.usage import Feedback, FeedbackLimits, UsageBook
+from toolsift.service import create_app
+from toolsift.settings import Settings
+
+from conftest import TINY_TOOLS, free_port, wait_until_serving
+
+ODD_REQUEST = "ship the quarterly memo over to bob in accounting"
+ADMIN_TOKEN = "admin-token-0123456789"
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+def top(router: Router, query: str, **options: object) -> str:
+    return router.route(query, 3, **options).names[0]  # type: ignore[arg-type]
+
+
+# -- ranking -----------------------------------------------------------------------------------
+
+
+def test_feedback_makes_a_request_route_to_the_tool_it_was_answered_with(tiny_router: Router) -> None:
+    before = tiny_router.route(ODD_REQUEST, 3).names
+    assert before[0] != "send_email"
+    tiny_router.learn(Feedback(ODD_REQUEST, "send_email"))
+    assert top(tiny_router, ODD_REQUEST) == "send_email"
+    assert tiny_router.route(ODD_REQUEST, 3, usage_pool=None).names == before  # without feedback: as before
+    assert tiny_router.route(ODD_REQUEST, 3, usage_pool="another tenant").names == before
+
+
+def test_catalog_examples_are_views_of_their_tool(hashing_embedder: HashingEmbedder) -> None:
+    tools = [dict(tool) for tool in TINY_TOOLS]
+    plain = Router.build(parse_catalog(tools), hashing_embedder)
+    assert top(plain, ODD_REQUEST) != "send_email"
+    tools[0]["examples"] = [ODD_REQUEST]
+    assert top(Router.build(parse_catalog(tools), hashing_embedder), ODD_REQUEST, usage_pool=None) == "send_email"
+
+
+@pytest.mark.parametrize("allowed_tags", [None, ["email", "weather"]])
+def test_best_view_scores_are_standardised_exactly(tiny_router: Router, allowed_tags: list[str] | None) -> None:
+    """The dense part equals, by brute force over the eligible tools: z-score of max(cosine to
+    the tool's text, cosine to its nearest example)."""
+    from toolsift.router import TagRules
+
+    router = Router(tiny_router.index, tiny_router.embedder, RankingConfig(lexical_weight=0, split_intents=False))
+    router.learn([Feedback(ODD_REQUEST, "send_email"), Feedback("rain tomorrow in oslo?", "get_forecast")])
+    rules = TagRules(any_of=tuple(allowed_tags)) if allowed_tags else None
+    result = router.route("will it rain in oslo", 8, rules)
+    query = router.embedder.embed_queries(["will it rain in oslo"])[0]
+    examples = {
+        "send_email": router.embedder.embed_queries([ODD_REQUEST])[0],
+        "get_forecast": router.embedder.embed_queries(["rain tomorrow in oslo?"])[0],
+    }
+    eligible = [t for t in router.catalog if rules is None or rules.violation(t) is None]
+    vectors = router.index.vectors.vectors(np.asarray([router.catalog.position(t.name) for t in eligible]))
+    views = np.asarray(
+        [max(float(v @ query), float(examples[t.name] @ query)) if t.name in examples else float(v @ query)
+         for t, v in zip(eligible, vectors, strict=True)]
+    )  # fmt: skip
+    expected = {t.name: (score - views.mean()) / views.std() for t, score in zip(eligible, views, strict=True)}
+    assert {m.name for m in result.matches} == set(expected)
+    for match in result.matches:
+        assert match.dense_part == pytest.approx(expected[match.name], abs=1e-4)
+
+
+def test_learning_refuses_unknown_tools_and_bad_queries(tiny_router: Router) -> None:
+    with pytest.raises(UnknownTool, match="tool: no tool named 'send_emial'.*Did you mean 'send_email'"):
+        tiny_router.learn(Feedback("mail bob", "send_emial"))
+    with pytest.raises(Exception, match="query"):
+        tiny_router.learn(Feedback("   ", "send_email"))
+    assert tiny_router.usage is None or not tiny_router.usage.pools()  # nothing half-recorded
+
+
+# -- the book's caps ---------------------------------------------------------------------------
+
+
+def test_one_contributor_cannot_dominate_a_tool() -> None:
+    book = UsageBook(FeedbackLimits(per_tool=10, per_contributor=3, per_pool=1000))
+    for number in range(8):
+        book.add(Feedback(f"spam request {number}", "send_email", contributor="session:spammer"))
+    for number in range(4):
+        book.add(Feedback(f"real request {number}", "send_email", contributor=f"session:user{number}"))
+    kept = book.summary("")["send_email"]
+    assert [text for text in kept if text.startswith("spam")] == ["spam request 5", "spam request 6", "spam request 7"]
+    assert len(kept) == 7
+
+
+def test_the_book_keeps_the_latest_within_its_limits() -> None:
+    book = UsageBook(FeedbackLimits(per_tool=3, per_contributor=100, per_pool=5))
+    for number in range(5):
+        book.add(Feedback(f"weather {number}", "get_weather", contributor=f"c{number}"))
+    assert book.summary("")["get_weather"] == ["weather 2", "weather 3", "weather 4"]
+    book.add(Feedback("weather 2", "get_weather"))  # known again: now the newest, not a duplicate
+    assert book.summary("")["get_weather"] == ["weather 3", "weather 4", "weather 2"]
+    for number in range(3):
+        book.add(Feedback(f"mail {number}", "send_email", contributor=f"m{number}"))
+    assert len(book.records()) == 5  # per pool: the oldest across tools went first
+    assert book.summary("")["get_weather"] == ["weather 4", "weather 2"]
+    assert book.reset("", "send_email") == 3 and list(book.summary("")) == ["get_weather"]
+
+
+# -- the log -----------------------------------------------------------------------------------
+
+
+def test_the_log_is_followed_from_where_a_reader_stopped(tmp_path: Path) -> None:
+    path = tmp_path / "index.feedback.jsonl"
+    writer, reader = FeedbackLog(path), FeedbackLog(path)
+    writer.append([{"op": "add", "query": "a", "tool": "t"}])
+    assert reader.read_new() == (False, [{"op": "add", "query": "a", "tool": "t"}])
+    with open(path, "ab") as handle:
+        handle.write(b'{"op": "add", "query": "half a li')  # a crash mid-line
+    assert reader.read_new() == (False, [])
+    writer.append([{"op": "add", "query": "b", "tool": "t"}, {"op": "reset", "pool": None, "tool": None}])
+    restarted, records = reader.read_new()  # the cut line is skipped (logged), the rest is read
+    assert not restarted and [r["op"] for r in records] == ["add", "reset"] and records[0]["query"] == "b"
+    with writer.locked():
+        writer.compact([{"op": "add", "query": "c", "tool": "t"}])
+    assert reader.read_new() == (True, [{"op": "add", "query": "c", "tool": "t"}])
+
+
+# -- HTTP --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def client(tiny_router: Router) -> Iterator[TestClient]:
+    with TestClient(create_app(tiny_router, settings=Settings(admin_token=ADMIN_TOKEN))) as test_client:
+        yield test_client
+
+
+def routed(client: TestClient, query: str, headers: dict[str, str] | None = None) -> list[str]:
+    response = client.post("/route", json={"query": query, "k": 3}, headers=headers or {})
+    assert response.status_code == 200, response.text
+    return [match["name"] for match in response.json()["matches"]]
+
+
+def test_feedback_over_http_changes_the_next_route(client: TestClient) -> None:
+    assert routed(client, ODD_REQUEST)[0] != "send_email"
+    response = client.post("/feedback", json={"query": ODD_REQUEST, "tool": "send_email", "session_id": "s-1"})
+    assert response.status_code == 200 and response.json() == {"accepted": True, "tool": "send_email", "examples": 1}
+    assert routed(client, ODD_REQUEST)[0] == "send_email"
+    shown = client.get("/admin/feedback", headers=ADMIN).json()
+    assert shown["retained"] == 1 and shown["tools"] == [{"tool": "send_email", "requests": [ODD_REQUEST]}]
+    assert client.delete("/admin/feedback", headers=ADMIN).json() == {"forgotten": 1}
+    assert routed(client, ODD_REQUEST)[0] != "send_email"
+    assert "toolsift_feedback_total 1.0" in client.get("/metrics").text
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "where"),
+    [
+        ({"query": "mail bob", "tool": "send_emial"}, 400, "Did you mean 'send_email'"),
+        ({"query": "   ", "tool": "send_email"}, 422, "query"),
+        ({"query": "mail bob"}, 422, "tool"),
+        ({"query": "mail bob", "tool": "send_email", "session_id": "bad id!"}, 422, "session_id"),
+        ({"query": "x" * 9000, "tool": "send_email"}, 422, "query"),
+    ],
+)
+def test_bad_feedback_is_refused_and_says_why(
+    client: TestClient, body: dict[str, object], status: int, where: str
+) -> None:
+    response = client.post("/feedback", json=body)
+    assert response.status_code == status and where in response.text
+    assert client.get("/admin/feedback", headers=ADMIN).json()["retained"] == 0
+
+
+def test_a_session_is_capped_per_tool_over_http(client: TestClient) -> None:
+    for number in range(20):
+        body = {"query": f"request number {number}", "tool": "get_weather", "session_id": "one-session"}
+        assert client.post("/feedback", json=body).status_code == 200
+    kept = client.get("/admin/feedback", headers=ADMIN).json()["tools"][0]["requests"]
+    assert len(kept) == 16 and kept[-1] == "request number 19"
+
+
+def test_one_tenants_feedback_never_changes_anothers_results(tiny_router: Router, tmp_path: Path) -> None:
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text(
+        "tenants:\n  acme:\n    key: acme-key-0123456789abcdef\n    tags: [email, calendar, weather]\n"
+        "  globex:\n    key: globex-key-0123456789abcdef\n    tags: [email, weather, finance]\n"
+    )
+    acme, globex = {"X-API-Key": "acme-key-0123456789abcdef"}, {"X-API-Key": "globex-key-0123456789abcdef"}
+    settings = Settings(tenants=tenants, admin_token=ADMIN_TOKEN)
+    with TestClient(create_app(tiny_router, settings=settings)) as client:
+        before = {query: routed(client, query, globex) for query in (ODD_REQUEST, "rain", "convert 10 usd")}
+        assert (
+            client.post("/feedback", json={"query": ODD_REQUEST, "tool": "send_email"}, headers=acme).status_code == 200
+        )
+        assert client.post("/feedback", json={"query": "rain", "tool": "get_forecast"}, headers=acme).status_code == 200
+        assert routed(client, ODD_REQUEST, acme)[0] == "send_email"
+        assert {query: routed(client, query, globex) for query in before} == before
+        hidden = client.post("/feedback", json={"query": "x", "tool": "create_event"}, headers=globex)
+        assert hidden.status_code == 400 and "create_event" not in hidden.json()["error"]["message"].split("Did")[1:]
+        assert client.get("/admin/feedback", params={"tenant": "globex"}, headers=ADMIN).json()["retained"] == 0
+        assert client.get("/admin/feedback", params={"tenant": "acme"}, headers=ADMIN).json()["retained"] == 2
+
+
+@pytest.mark.slow
+def test_feedback_survives_a_restart_and_reaches_every_worker(tmp_path: Path, tiny_router: Router) -> None:
+    """`toolsift serve --workers 2`: 24 feedback requests at once, all acknowledged and all kept;
+    every worker routes with them; after a restart (and a rebuild of the folder) they are still there."""
+    folder = tiny_router.save(tmp_path / "index")
+    environment = {
+        **os.environ, "TOOLSIFT_MODEL": "hashing-64", "TOOLSIFT_ADMIN_TOKEN": ADMIN_TOKEN, "TOOLSIFT_CACHE_DIR": "off",
+    }  # fmt: skip
+    queries = [f"{ODD_REQUEST} number {n}" for n in range(24)]
+
+    def serve() -> tuple[subprocess.Popen[bytes], str]:
+        port = free_port()
+        command = [sys.executable, "-m", "toolsift", "serve", "--index", str(folder), "--port", str(port)]
+        with open(tmp_path / "serve.log", "ab") as log:
+            process = subprocess.Popen([*command, "--workers", "2"], env=environment, stdout=log, stderr=log)
+        wait_until_serving(f"http://127.0.0.1:{port}", process)
+        return process, f"http://127.0.0.1:{port}"
+
+    def every_worker_learned(url: str) -> bool:
+        body = {"query": queries[0], "k": 3}
+        return all(
+            httpx.post(url + "/route", json=body).json()["matches"][0]["name"] == "send_email" for _ in range(16)
+        )
+
+    process, url = serve()
+    try:
+        assert not every_worker_learned(url)
+
+        def send(query: str) -> httpx.Response:
+            body = {"query": query, "tool": "send_email", "session_id": "s" + query.split()[-1]}
+            return httpx.post(url + "/feedback", json=body, timeout=60)
+
+        with ThreadPoolExecutor(max_workers=12) as pool:
+            assert [r.status_code for r in pool.map(send, queries)] == [200] * 24
+        assert every_worker_learned(url)
+        assert httpx.get(url + "/admin/feedback", headers=ADMIN).json()["retained"] == 24
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    lines = feedback_log_path(folder).read_bytes().splitlines()
+    assert sorted(orjson.loads(line)["query"] for line in lines) == sorted(queries)
+    (tmp_path / "catalog.json").write_text(json.dumps(TINY_TOOLS))
+    rebuild = ["build", str(tmp_path / "catalog.json"), "--out", str(folder)]
+    result = CliRunner().invoke(main, rebuild, env={"TOOLSIFT_MODEL": "hashing-64", "TOOLSIFT_CACHE_DIR": "off"})
+    assert result.exit_code == 0, result.output
+    process, url = serve()
+    try:
+        assert every_worker_learned(url)
+        assert httpx.get(url + "/admin/feedback", headers=ADMIN).json()["retained"] == 24
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+# -- the command line and the client -------------------------------------------------------------
+
+
+def test_feedback_import_checks_every_line_then_keeps_them(tmp_path: Path, tiny_router: Router) -> None:
+    folder = tiny_router.save(tmp_path / "index")
+    log = tmp_path / "calls.jsonl"
+    good = [{"query": ODD_REQUEST, "tool": "send_email", "session_id": "a"}, {"query": "rain?", "tool": "get_forecast"}]
+    log.write_text("\n".join(json.dumps(line) for line in [*good, {"query": "x", "tool": "send_emial"}]))
+    runner = CliRunner()
+    refused = runner.invoke(main, ["feedback", "import", str(log), "--index", str(folder)])
+    assert refused.exit_code == 1 and "calls.jsonl line 3: no tool named 'send_emial'" in refused.output
+    assert not feedback_log_path(folder).exists()  # one bad line imports nothing
+    log.write_text("\n".join(json.dumps(line) for line in good))
+    assert runner.invoke(main, ["feedback", "import", str(log), "--index", str(folder)]).exit_code == 0
+    shown = runner.invoke(main, ["feedback", "show", "--index", str(folder), "--json"])
+    assert json.loads(shown.output)["tools"] == {"send_email": [ODD_REQUEST], "get_forecast": ["rain?"]}
+    learned = Router.load(folder, tiny_router.embedder)
+    with TestClient(create_app(settings=Settings(index_path=folder, admin_token=ADMIN_TOKEN))) as client:
+        assert routed(client, ODD_REQUEST)[0] == "send_email"  # the service reads the log at start
+    assert top(learned, ODD_REQUEST) != "send_email"  # a bare library router learns only what it is told
+    reset = runner.invoke(main, ["feedback", "reset", "--index", str(folder), "--tool", "send_email"])
+    assert reset.exit_code == 0 and "forgot 1 requests" in reset.output
+
+
+def test_the_client_sends_feedback(tiny_router: Router) -> None:
+    from toolsift.client import Client
+
+    app = create_app(tiny_router, settings=Settings(admin_token=ADMIN_TOKEN))
+    with TestClient(app) as test_client:
+
+        def through_app(request: httpx.Request) -> httpx.Response:
+            answer = test_client.request(
+                request.method, request.url.path, content=request.content, headers=request.headers
+            )
+            return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
+
+        client = Client("http://testserver", transport=httpx.MockTransport(through_app))
+        accepted = client.feedback(ODD_REQUEST, "send_email", session_id="s-9")
+        assert accepted.tool == "send_email" and accepted.examples == 1
+        assert client.route(ODD_REQUEST, k=3).matches[0].name == "send_email"
+        with pytest.raises(UnknownTool):
+            client.feedback("mail", "nope")

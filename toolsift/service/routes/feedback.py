@@ -1,0 +1,31 @@
+"""``POST /feedback``: the tool a request was actually answered with; routing learns from it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from toolsift.router.usage import Feedback
+from toolsift.service.dependencies import State, Tenant
+from toolsift.service.schemas import FeedbackAccepted, FeedbackRequest
+
+router = APIRouter()
+
+
+@router.post("/feedback", response_model=FeedbackAccepted, summary="Say which tool answered a request")
+def feedback(body: FeedbackRequest, request: Request, state: State, tenant: Tenant) -> dict[str, Any]:
+    """Kept durably (with an index folder) and used by the next route of the same tenant: the
+    request becomes one more view of the tool. An unknown tool (or one the caller's tenant cannot
+    see) is a 400. Contributions are capped per session (else per client address) and tool."""
+    current = state.routers.get()
+    pool = tenant.name if tenant is not None else ""
+    contributor = f"session:{body.session_id}" if body.session_id else f"client:{_client(request)}"
+    item = current.checked_feedback(Feedback(body.query, body.tool, pool, contributor), state.scope_of(tenant, current))
+    state.usage.record([item])
+    state.metrics.feedback.inc()
+    return {"accepted": True, "tool": item.tool, "examples": len(state.usage.book.summary(pool).get(item.tool, []))}
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client is not None else "unknown"
