@@ -18,11 +18,11 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from toolsift import Router
+from toolsift import Catalog, Router
 from toolsift.catalog import parse_catalog
 from toolsift.cli import main
 from toolsift.embeddings import HashingEmbedder
-from toolsift.errors import UnknownTool
+from toolsift.errors import CatalogError, UnknownTool
 from toolsift.index.feedback_log import FeedbackLog, feedback_log_path
 from toolsift.router import RankingConfig
 from toolsift.router.usage import Feedback, FeedbackLimits, UsageBook
@@ -313,3 +313,27 @@ def test_the_client_sends_feedback(tiny_router: Router) -> None:
         assert client.route(ODD_REQUEST, k=3).matches[0].name == "send_email"
         with pytest.raises(UnknownTool):
             client.feedback("mail", "nope")
+
+
+def test_examples_come_from_every_catalog_format() -> None:
+    catalog = parse_catalog(
+        [
+            {"name": "a", "description": "A.", "examples": [" hi there ", "hi there"]},
+            {"type": "function", "function": {"name": "b", "description": "B.", "x-examples": ["mail bob"]}},
+            {"name": "c", "description": "C.", "input_schema": {}, "x-examples": ["rain?"]},
+            {"name": "d", "description": "D.", "inputSchema": {}, "_meta": {"toolsift/examples": ["sum it"]}},
+        ]
+    )
+    assert [tool.examples for tool in catalog] == [("hi there",), ("mail bob",), ("rain?",), ("sum it",)]
+    with pytest.raises(CatalogError, match="field 'examples'.*non-empty"):
+        parse_catalog([{"name": "a", "description": "A.", "examples": ["  "]}])
+
+
+def test_lint_notes_tools_without_examples(tiny_catalog: Catalog) -> None:
+    from toolsift.curation import lint_catalog
+
+    found = [f for f in lint_catalog(tiny_catalog).findings if f.code == "no-examples"]
+    assert len(found) == 1 and found[0].severity == "info"
+    assert found[0].message.startswith(f"{len(tiny_catalog)} of {len(tiny_catalog)} tools have no example requests")
+    tools = [{**tool, "examples": ["something a user asks"]} for tool in TINY_TOOLS]
+    assert not [f for f in lint_catalog(parse_catalog(tools)).findings if f.code == "no-examples"]

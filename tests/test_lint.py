@@ -25,6 +25,7 @@ GOOD = {
         "type": "object",
         "properties": {"city": {"type": "string", "description": "City name, e.g. Paris"}},
     },
+    "examples": ["is it raining in Lyon right now?"],
 }
 BAD: list[dict[str, Any]] = [
     GOOD,
@@ -60,7 +61,7 @@ def test_static_checks_each_fire_with_a_suggestion() -> None:
     assert {"short-description", "no-usage-guidance"} <= codes(report, "send_sms")
     ticket = codes(report, "create_ticket")
     assert {"free-text-looks-like-enum", "parameter-without-description", "many-required-parameters"} <= ticket
-    assert codes(report, "list_files") == {"no-usage-guidance"}
+    assert codes(report, "list_files") - {"no-examples"} == {"no-usage-guidance"}
     assert all(finding.suggestion for finding in report.findings)
     enum = next(f for f in report.findings if f.code == "free-text-looks-like-enum")
     assert enum.details == {"parameter": "priority"} and '"enum"' in enum.suggestion

@@ -24,7 +24,7 @@ DIALECTS: tuple[str, ...] = ("auto", "toolsift", "openai", "anthropic", "mcp")
 
 _NATIVE_HELP = (
     "A tool needs at least 'name' and 'description'; 'parameters' (a JSON schema of type "
-    "'object'), 'tags' (list of strings) and 'annotations' are optional"
+    "'object'), 'tags' (list of strings), 'examples' (requests it answers) and 'annotations' are optional"
 )
 
 
@@ -206,6 +206,12 @@ def _tool_from_entry(entry: Any, source: str, where: str, dialect: Dialect) -> T
         raise CatalogError(problem, source=source, entry=where, field=field, fix=_NATIVE_HELP) from None
 
 
+EXAMPLES_FIELD = "x-examples"
+"""Where a provider-format entry (OpenAI, Anthropic) carries example requests."""
+MCP_EXAMPLES_KEY = "toolsift/examples"
+"""Where an MCP tool carries them: ``_meta: {"toolsift/examples": [...]}``."""
+
+
 def _from_toolsift(entry: Mapping[str, Any], source: str, where: str) -> dict[str, Any]:
     return dict(entry)
 
@@ -218,6 +224,7 @@ def _from_openai(entry: Mapping[str, Any], source: str, where: str) -> dict[str,
         "name": function.get("name"),
         "description": function.get("description", ""),
         "parameters": function.get("parameters") or {},
+        "examples": function.get(EXAMPLES_FIELD, entry.get(EXAMPLES_FIELD)),
     }
 
 
@@ -226,6 +233,7 @@ def _from_anthropic(entry: Mapping[str, Any], source: str, where: str) -> dict[s
         "name": entry.get("name"),
         "description": entry.get("description", ""),
         "parameters": entry.get("input_schema") or {},
+        "examples": entry.get(EXAMPLES_FIELD),
     }
 
 
@@ -238,6 +246,7 @@ def _from_mcp(entry: Mapping[str, Any], source: str, where: str) -> dict[str, An
         "description": entry.get("description", ""),
         "parameters": entry.get("inputSchema") or {},
         "annotations": annotations,
+        "examples": meta.get(MCP_EXAMPLES_KEY) if isinstance(meta := entry.get("_meta"), Mapping) else None,
     }
     return fields
 

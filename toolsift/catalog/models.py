@@ -16,6 +16,7 @@ from toolsift.catalog.names import PROVIDER_NAME_RULE, wire_name
 from toolsift.errors import CatalogError
 from toolsift.types import JSONSchema
 
+MAX_EXAMPLE_CHARS = 8192
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -48,7 +49,8 @@ class Tool(BaseModel):
     tags: tuple[str, ...] = ()
     annotations: ToolAnnotations = Field(default_factory=ToolAnnotations)
     examples: tuple[str, ...] = ()
-    """Example requests this tool answers; used to enrich the tool's embedding text."""
+    """Example requests this tool answers: part of its embedding text, and each one a view of
+    the tool in the ranking (``toolsift.router.usage``)."""
     source: str | None = None
 
     @field_validator("name")
@@ -69,6 +71,16 @@ class Tool(BaseModel):
             if tag not in cleaned:
                 cleaned.append(tag)
         return tuple(cleaned)
+
+    @field_validator("examples")
+    @classmethod
+    def _check_examples(cls, examples: tuple[str, ...]) -> tuple[str, ...]:
+        cleaned = tuple(dict.fromkeys(example.strip() for example in examples))
+        if any(not example for example in cleaned):
+            raise ValueError("examples must be non-empty requests")
+        if any(len(example) > MAX_EXAMPLE_CHARS for example in cleaned):
+            raise ValueError(f"an example is over {MAX_EXAMPLE_CHARS} characters; write it as a user would ask")
+        return cleaned
 
     @field_validator("parameters")
     @classmethod

@@ -440,6 +440,25 @@ def check_descriptions(catalog: Catalog) -> Iterable[Finding]:
             )
 
 
+EXAMPLES_LISTED = 50
+
+
+def check_examples(catalog: Catalog) -> Iterable[Finding]:
+    """One note for the tools without example requests (they rank on their own text only)."""
+    without = [tool.name for tool in catalog if not tool.examples]
+    if without:
+        listed = ", ".join(without[:3]) + (f" and {len(without) - 3} more" if len(without) > 3 else "")
+        yield Finding(
+            "no-examples",
+            "info",
+            tuple(without[:EXAMPLES_LISTED]),
+            f"{len(without)} of {len(catalog)} tools have no example requests: {listed}",
+            "Add `examples` (requests each tool answers, worded as users ask them), or send POST /feedback "
+            "after each tool call: both become views of the tool in the ranking",
+            {"count": len(without)},
+        )
+
+
 def check_parameters(catalog: Catalog) -> Iterable[Finding]:
     for tool in catalog:
         properties = tool.parameters.get("properties") or {}
@@ -630,6 +649,7 @@ def lint_catalog(
         *check_names(catalog),
         *check_descriptions(catalog),
         *check_parameters(catalog),
+        *check_examples(catalog),
         *check_token_cost(tokens),
     ]
     accuracy = None
