@@ -68,8 +68,9 @@ bench: install
 		--json benchmarks/results/accuracy-int8.json
 	$(BIN)/toolsift sessions-bench --datasets $(DATASETS) --sessions 200 --turns 8 --json benchmarks/results/sessions.json
 	$(BIN)/toolsift sessions-bench --datasets $(DATASETS) --sessions 100 --turns 24 --cap 32 --json benchmarks/results/sessions-long.json
+	$(BIN)/toolsift bench --datasets $(DATASETS) --feedback-split 0,0.1,0.25,0.5 --json benchmarks/results/feedback.json
 	$(BIN)/python benchmarks/results_md.py benchmarks/results/accuracy.json benchmarks/results/performance.json \
-		benchmarks/results/sessions.json benchmarks/results/sessions-long.json \
+		benchmarks/results/feedback.json benchmarks/results/sessions.json benchmarks/results/sessions-long.json \
 		benchmarks/results/abstention.json benchmarks/results/accuracy-ensemble.json \
 		benchmarks/results/accuracy-minilm-ko.json benchmarks/results/backends.json \
 		benchmarks/results/accuracy-int8.json > benchmarks/RESULTS.md

@@ -235,8 +235,58 @@ def int8_section(int8: dict[str, Any], fp32: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+FEEDBACK_TARGETS = {"metatool": 0.90, "apibench": 0.45, "sealtools": 0.95, "functionchat_ko": 0.93}
+"""Recall@5 of toolsift+feedback at F = 0.5 on the held-out half (issue #17)."""
+
+
+def feedback_section(document: dict[str, Any]) -> str:
+    """The learning curve, then the targets at F = 0.5 and the latency cost, from one run."""
+    from toolsift.bench.feedback import FeedbackPoint, curve_table
+
+    points = [FeedbackPoint(**{**p, **_int_keys(p)}) for p in document["points"]]
+    lines = [
+        "## Learning from use",
+        "",
+        f"Command: `{document['command']}`",
+        "",
+        "For each fraction F (seeded), F of a dataset's queries are fed as feedback (query → each relevant "
+        "tool, each query its own contributor) and the rest are scored by **toolsift** (no feedback), "
+        "**+feedback** (the same router learning from them) and **+examples** (no feedback; up to 3 fed "
+        "queries per tool written into the catalog as `examples`), on the same held-out queries. "
+        "Differences are paired, with their 95% interval. Route p50 = one query's embedding (uncached) "
+        "plus its ranking, without / with feedback, timed in the same run.",
+        "",
+        curve_table(points),
+        "",
+        "| dataset | target R@5 at F = 0.5 | toolsift+feedback | met | route p50 change |",
+        "| --- | ---: | ---: | :-: | ---: |",
+    ]
+    for point in points:
+        target = FEEDBACK_TARGETS.get(point.dataset)
+        if target is None or point.fraction != 0.5:
+            continue
+        value, interval = point.recall["toolsift+feedback"][5], point.ci95["toolsift+feedback"][5]
+        timing = point.route_p50_ms
+        change = timing["route_feedback"] / timing["route"] - 1 if timing.get("route") else 0.0
+        lines.append(
+            f"| {point.dataset} | {target:.2f} | {value:.3f} ± {interval:.3f} | {'✓' if value >= target else '✗'} "
+            f"| {change:+.1%} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _int_keys(point: dict[str, Any]) -> dict[str, Any]:
+    """JSON made the cut-offs strings; FeedbackPoint keys them by int."""
+    return {
+        name: {variant: {int(k): v for k, v in values.items()} for variant, values in point[name].items()}
+        for name in ("recall", "ci95", "difference")
+    }
+
+
 def _other_section(path: str) -> str:
     document = json.loads(Path(path).read_text())
+    if document.get("schema") == "toolsift-feedback-bench/1":
+        return feedback_section(document)
     if str(document.get("model", "")).endswith("-int8"):
         fp32 = Path(path).with_name("accuracy-fp32-sample.json")
         return int8_section(document, json.loads(fp32.read_text()))

@@ -337,3 +337,52 @@ def test_lint_notes_tools_without_examples(tiny_catalog: Catalog) -> None:
     assert found[0].message.startswith(f"{len(tiny_catalog)} of {len(tiny_catalog)} tools have no example requests")
     tools = [{**tool, "examples": ["something a user asks"]} for tool in TINY_TOOLS]
     assert not [f for f in lint_catalog(parse_catalog(tools)).findings if f.code == "no-examples"]
+
+
+# -- the benchmark protocol --------------------------------------------------------------------
+
+ODD_REQUESTS = {
+    "ship the quarterly memo over to bob": "send_email",
+    "is my umbrella needed on saturday": "get_forecast",
+    "put lunch with ana on thursday": "create_event",
+    "what is on my plate next week": "list_events",
+    "how many yen is 40 pounds": "convert_currency",
+    "get rid of old_report.pdf": "delete_file",
+    "did the bank reply about my loan": "search_emails",
+    "do I need a coat outside now": "get_weather",
+}
+
+
+def test_the_feedback_bench_feeds_a_split_and_scores_the_rest(tmp_path: Path) -> None:
+    """Each odd request appears twice: once fed, the other copy is answered by what was learned.
+    The JSON's paired differences are the differences of the means, and RESULTS.md renders it."""
+    (tmp_path / "tools.jsonl").write_text("\n".join(json.dumps(tool) for tool in TINY_TOOLS))
+    queries = [
+        {"id": f"{copy}-{n}", "query": text, "relevant": [tool]}
+        for copy in range(2)
+        for n, (text, tool) in enumerate(ODD_REQUESTS.items())
+    ]
+    (tmp_path / "queries.jsonl").write_text("\n".join(json.dumps(query) for query in queries))
+    out = tmp_path / "feedback.json"
+    arguments = ["bench", "--dataset", str(tmp_path), "--model", "hashing-64", "--k", "1,5"]
+    result = CliRunner().invoke(main, [*arguments, "--feedback-split", "0,0.5", "--json", str(out), "--no-cache"])
+    assert result.exit_code == 0, result.output
+    points = json.loads(out.read_text())["points"]
+    assert [(p["fraction"], p["fed"], p["scored"]) for p in points] == [(0.0, 0, 16), (0.5, 8, 8)]
+    assert points[0]["recall"]["toolsift+feedback"] == points[0]["recall"]["toolsift"]  # nothing fed
+    half = points[1]
+    assert half["recall"]["toolsift+feedback"]["1"] > half["recall"]["toolsift"]["1"]
+    for variant in ("toolsift+feedback", "toolsift+examples"):
+        difference = half["recall"][variant]["1"] - half["recall"]["toolsift"]["1"]
+        assert half["difference"][variant]["1"][0] == pytest.approx(difference, abs=1e-3)
+    assert set(half["route_p50_ms"]) == {"embed", "rank", "rank_feedback", "route", "route_feedback"}
+    assert "| 0.5 | 8 | 8 |" in result.output
+
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("results_md", Path(__file__).parents[1] / "benchmarks/results_md.py")
+    assert spec is not None and spec.loader is not None
+    results_md = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(results_md)
+    section = results_md._other_section(str(out))
+    assert section.startswith("## Learning from use") and "| 0.5 | 8 | 8 |" in section

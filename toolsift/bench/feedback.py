@@ -20,7 +20,7 @@ import random
 import statistics
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from toolsift.bench.datasets import Dataset, Query
@@ -183,11 +183,17 @@ def _signed(difference: float, interval: float) -> str:
 
 
 def points_document(points: Sequence[FeedbackPoint], model: str, command: str) -> dict[str, Any]:
-    from dataclasses import asdict
-
+    """The JSON written by ``--json`` (cut-offs as string keys)."""
     return {
         "schema": "toolsift-feedback-bench/1",
         "model": model,
         "command": command,
-        "points": [asdict(p) for p in points],
+        "points": [{**asdict(point), **_string_keys(point)} for point in points],
+    }
+
+
+def _string_keys(point: FeedbackPoint) -> dict[str, Any]:
+    return {
+        name: {variant: {str(k): v for k, v in values.items()} for variant, values in getattr(point, name).items()}
+        for name in ("recall", "ci95", "difference")
     }
