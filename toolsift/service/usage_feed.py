@@ -77,7 +77,7 @@ class UsageFeed:
             return
         query, tool = record.get("query"), record.get("tool")
         if isinstance(query, str) and isinstance(tool, str) and query.strip():
-            pool = record.get("pool") if isinstance(record.get("pool"), str) else ""
+            pool = _text_or_none(record.get("pool")) or ""
             contributor = str(record.get("contributor") or "anonymous")
             self.book.add(Feedback(query.strip(), tool, pool, contributor))
 
