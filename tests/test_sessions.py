@@ -84,8 +84,8 @@ def test_sessions_are_separate_bounded_and_expire(tiny_catalog: Catalog) -> None
     store = SessionStore(cap=10, max_sessions=2, ttl_seconds=60, clock=lambda: now[0])
     store.advance("a", tools_of(tiny_catalog, "get_weather"), tiny_catalog)
     store.advance("b", tools_of(tiny_catalog, "send_email"), tiny_catalog)
-    assert [t.name for t in store.tools("a")] == ["get_weather"]
-    assert [t.name for t in store.tools("b")] == ["send_email"]
+    assert store.names("a") == ("get_weather",)
+    assert store.names("b") == ("send_email",)
     store.advance("c", tools_of(tiny_catalog, "list_events"), tiny_catalog)
     assert "a" not in store and len(store) == 2  # least recently used evicted
     now[0] = 1000.0

@@ -125,6 +125,7 @@ class Catalog:
         self.source = source
         self._tools: tuple[Tool, ...] = tuple(tools)
         self._positions: dict[str, int] = {}
+        self._digests: dict[str, str] = {}
         for position, tool in enumerate(self._tools):
             if tool.name in self._positions:
                 first = self._positions[tool.name]
@@ -209,6 +210,14 @@ class Catalog:
             for tag in tool.tags:
                 counts[tag] = counts.get(tag, 0) + 1
         return dict(sorted(counts.items()))
+
+    def digest(self, name: str) -> str:
+        """sha256 of one tool's canonical JSON (remembered): equal digests, equal definitions."""
+        found = self._digests.get(name)
+        if found is None:
+            found = hashlib.sha256(self._tools[self._positions[name]].canonical_json()).hexdigest()
+            self._digests[name] = found
+        return found
 
     @cached_property
     def fingerprint(self) -> str:

@@ -23,9 +23,10 @@ When the catalog changes under a session (a re-index), tools that left the catal
 tools whose definition changed are replaced in place; either way the response says the prefix
 changed and why. A session never serves a definition the current catalog no longer has.
 
-Sessions live in memory, per process, bounded in number (least recently used evicted first) and
-in age (``ttl_seconds`` since last use). Behind several workers, route a session to the same
-worker (hash on the session id) or accept that a session starts over on another worker.
+``SessionStore`` keeps sessions in memory, per process, bounded in number (least recently used
+evicted first) and in age (``ttl_seconds`` since last use). ``RedisSessionStore``
+(``toolsift.service.redis_sessions``, on with ``TOOLSIFT_REDIS_URL``) keeps the same state in
+Redis, so any worker or replica continues any session; both apply ``next_turn``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, get_args
 
 from toolsift.catalog import Catalog, Tool
@@ -74,15 +75,96 @@ class SessionTurn:
         return self.reset or bool(self.removed or self.replaced or self.withheld)
 
 
+@dataclass(frozen=True)
+class SessionState:
+    """What a store keeps of a session: its tools in delivery order, each as (name, digest of the
+    definition given), and how many turns it has had. Names and digests only, so any process
+    (any replica) can continue it against its own copy of the catalog."""
+
+    tools: tuple[tuple[str, str], ...] = ()
+    turns: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {"tools": [list(entry) for entry in self.tools], "turns": self.turns}
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> SessionState:
+        tools = data.get("tools")
+        turns = data.get("turns")
+        entries = (
+            tuple((str(e[0]), str(e[1])) for e in tools if isinstance(e, list) and len(e) == 2)
+            if isinstance(tools, list)
+            else ()
+        )
+        return cls(entries, turns if isinstance(turns, int) else 0)
+
+
+def next_turn(
+    state: SessionState,
+    session_id: str,
+    selected: Sequence[Tool],
+    catalog: Catalog,
+    *,
+    cap: int,
+    ranked: Sequence[str] = (),
+    policy: SessionPolicy = "all",
+    permitted: Callable[[Tool], bool] | None = None,
+) -> tuple[SessionState, SessionTurn]:
+    """The session after this turn, and what the turn did: the one transition every store uses,
+    so a session continues identically in any process."""
+    turns = state.turns + 1
+    kept, removed, replaced = _refresh(state.tools, catalog)
+    withheld = tuple(tool.name for tool in kept if permitted is not None and not permitted(tool))
+    if withheld:
+        kept = [tool for tool in kept if tool.name not in withheld]
+    present = {tool.name for tool in kept}
+    new = [tool for tool in dict((t.name, t) for t in selected).values() if tool.name not in present]
+    held_back: tuple[str, ...] = ()
+    if policy == "outranking" and kept:
+        first_held = next((i for i, name in enumerate(ranked) if name in present), len(ranked))
+        wanted = set(ranked[:first_held]) | {t.name for t in new if t.name not in set(ranked)}
+        held_back = tuple(t.name for t in new if t.name not in wanted)
+        new = [t for t in new if t.name in wanted]
+    if len(kept) + len(new) > cap and kept:
+        chosen = {tool.name for tool in selected}
+        dropped = removed + tuple(t.name for t in kept if t.name not in chosen)
+        tools = list(dict((t.name, t) for t in selected).values())
+        turn = SessionTurn(
+            session_id, turns, tuple(tools), tuple(t.name for t in tools), dropped, reset=True, withheld=withheld
+        )
+        return _state(tools, catalog, turns), turn
+    tools = kept + new
+    turn = SessionTurn(
+        session_id,
+        turns,
+        tuple(tools),
+        appended=tuple(t.name for t in new),
+        removed=removed,
+        replaced=replaced,
+        held_back=held_back,
+        withheld=withheld,
+    )
+    return _state(tools, catalog, turns), turn
+
+
+def _state(tools: Sequence[Tool], catalog: Catalog, turns: int) -> SessionState:
+    return SessionState(tuple((tool.name, catalog.digest(tool.name)) for tool in tools), turns)
+
+
+def check_policy(policy: str) -> None:
+    if policy not in SESSION_POLICIES:
+        raise InvalidQuery("session_policy", f"must be one of {', '.join(SESSION_POLICIES)}, got {policy!r}")
+
+
 @dataclass
 class _Session:
-    tools: list[Tool]
-    turns: int = 0
-    last_used: float = field(default_factory=time.monotonic)
+    state: SessionState
+    last_used: float
 
 
 class SessionStore:
-    """Thread-safe, bounded, in-memory sessions keyed by the caller's session id."""
+    """Thread-safe, bounded, in-memory sessions keyed by the caller's session id (one process;
+    ``toolsift.service.redis_sessions.RedisSessionStore`` shares them between replicas)."""
 
     def __init__(
         self,
@@ -106,11 +188,14 @@ class SessionStore:
     def __contains__(self, session_id: object) -> bool:
         return session_id in self._sessions
 
-    def tools(self, session_id: str) -> tuple[Tool, ...]:
-        """The tools the session holds now (empty for an unknown session)."""
+    def names(self, session_id: str) -> tuple[str, ...]:
+        """The names of the tools the session holds now (empty for an unknown session)."""
+        return tuple(name for name, _ in self.state(session_id).tools)
+
+    def state(self, session_id: str) -> SessionState:
         with self._lock:
             session = self._sessions.get(session_id)
-            return tuple(session.tools) if session else ()
+            return session.state if session else SessionState()
 
     def forget(self, session_id: str) -> bool:
         with self._lock:
@@ -132,57 +217,19 @@ class SessionStore:
         ``selected`` being pinned tools); the ``outranking`` policy needs it. ``permitted``: this
         turn's rules; session tools it refuses are withheld (taken out of the list and reported),
         so a turn never delivers a tool its own rules forbid."""
-        if policy not in SESSION_POLICIES:
-            raise InvalidQuery("session_policy", f"must be one of {', '.join(SESSION_POLICIES)}, got {policy!r}")
+        check_policy(policy)
         now = self._clock()
         with self._lock:
             self._expire(now)
-            session = self._sessions.get(session_id)
-            if session is None:
-                session = _Session(tools=[])
-                self._sessions[session_id] = session
-            self._sessions.move_to_end(session_id)
+            session = self._sessions.pop(session_id, None)
+            state = session.state if session is not None else SessionState()
+            state, turn = next_turn(
+                state, session_id, selected, catalog, cap=self.cap, ranked=ranked, policy=policy, permitted=permitted
+            )
+            self._sessions[session_id] = _Session(state, now)
             while len(self._sessions) > self.max_sessions:
                 self._sessions.popitem(last=False)
-            session.turns += 1
-            session.last_used = now
-
-            kept, removed, replaced = _refresh(session.tools, catalog)
-            withheld = tuple(tool.name for tool in kept if permitted is not None and not permitted(tool))
-            if withheld:
-                kept = [tool for tool in kept if tool.name not in withheld]
-            present = {tool.name for tool in kept}
-            new = [tool for tool in dict((t.name, t) for t in selected).values() if tool.name not in present]
-            held_back: tuple[str, ...] = ()
-            if policy == "outranking" and kept:
-                first_held = next((i for i, name in enumerate(ranked) if name in present), len(ranked))
-                wanted = set(ranked[:first_held]) | {t.name for t in new if t.name not in set(ranked)}
-                held_back = tuple(t.name for t in new if t.name not in wanted)
-                new = [t for t in new if t.name in wanted]
-            if len(kept) + len(new) > self.cap and kept:
-                chosen = {tool.name for tool in selected}
-                dropped = removed + tuple(t.name for t in kept if t.name not in chosen)
-                session.tools = list(dict((t.name, t) for t in selected).values())
-                return SessionTurn(
-                    session_id,
-                    session.turns,
-                    tuple(session.tools),
-                    appended=tuple(t.name for t in session.tools),
-                    removed=dropped,
-                    reset=True,
-                    withheld=withheld,
-                )
-            session.tools = kept + new
-            return SessionTurn(
-                session_id,
-                session.turns,
-                tuple(session.tools),
-                appended=tuple(t.name for t in new),
-                removed=removed,
-                replaced=replaced,
-                held_back=held_back,
-                withheld=withheld,
-            )
+            return turn
 
     def _expire(self, now: float) -> None:
         while self._sessions:
@@ -192,18 +239,19 @@ class SessionStore:
             del self._sessions[oldest_id]
 
 
-def _refresh(tools: list[Tool], catalog: Catalog) -> tuple[list[Tool], tuple[str, ...], tuple[str, ...]]:
+def _refresh(
+    entries: Sequence[tuple[str, str]], catalog: Catalog
+) -> tuple[list[Tool], tuple[str, ...], tuple[str, ...]]:
     """The session's tools as the current catalog defines them: gone ones dropped, changed ones replaced."""
     kept: list[Tool] = []
     removed: list[str] = []
     replaced: list[str] = []
-    for tool in tools:
-        current = catalog.get(tool.name)
+    for name, digest in entries:
+        current = catalog.get(name)
         if current is None:
-            removed.append(tool.name)
-        elif current != tool:
-            replaced.append(tool.name)
-            kept.append(current)
-        else:
-            kept.append(tool)
+            removed.append(name)
+            continue
+        if catalog.digest(name) != digest:
+            replaced.append(name)
+        kept.append(current)
     return kept, tuple(removed), tuple(replaced)
