@@ -9,7 +9,7 @@ INDEX ?= var/index
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install index serve test test-fast lint format bench clean browser
+.PHONY: install index serve test test-fast lint format bench clean browser services
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,7 +31,7 @@ serve: index
 test-fast: install lint
 	$(BIN)/python -m pytest -m "not model and not slow"
 
-test: test-fast browser
+test: test-fast browser services
 	$(BIN)/python -m pytest -m "model or slow"
 
 # The web page is tested in headless Chromium (Debian's package, driven by playwright).
@@ -39,6 +39,12 @@ browser:
 	@command -v chromium >/dev/null || (command -v apt-get >/dev/null && \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)) || \
 		echo "chromium is missing and could not be installed: the web page test will fail"
+
+# The replica tests start their own redis-server (Debian's package) on loopback.
+services:
+	@command -v redis-server >/dev/null || (command -v apt-get >/dev/null && \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null)) || \
+		echo "redis-server is missing and could not be installed: the replica tests will fail"
 
 lint: install
 	$(BIN)/ruff check toolsift tests benchmarks

@@ -91,3 +91,9 @@ def test_cli_commands_refuse_a_bad_setting_in_one_line(command: str, tmp_path: P
     )
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert result.output.startswith("Error: TOOLSIFT_") and "is not valid" in result.output
+
+
+def test_a_bad_redis_url_is_refused_with_the_forms_it_takes() -> None:
+    with pytest.raises(SettingsError, match="TOOLSIFT_REDIS_URL.*redis://host:6379/0"):
+        Settings.from_env({"TOOLSIFT_REDIS_URL": "localhost:6379"})
+    assert Settings.from_env({"TOOLSIFT_REDIS_URL": "redis://127.0.0.1:6379/0"}).redis_url == "redis://127.0.0.1:6379/0"

@@ -128,6 +128,20 @@ class IndexBusy(ToolsiftError):
         )
 
 
+class SharedStoreUnavailable(ToolsiftError):
+    """The shared store (Redis) that replicas coordinate through does not answer."""
+
+    retry_after = 2
+    """Seconds a caller should wait before trying again (sent as ``Retry-After``)."""
+
+    def __init__(self, what: str, fix: str = "") -> None:
+        self.what = what
+        super().__init__(
+            f"{what} is unavailable: the shared store (Redis, TOOLSIFT_REDIS_URL) does not answer. Retry in "
+            f"{self.retry_after} s{'; ' + fix if fix else ''}"
+        )
+
+
 class UnknownTag(ToolsiftError):
     """A tag rule names a tag that no tool in the catalog carries."""
 

@@ -67,6 +67,11 @@ class Settings:
     """A YAML/JSON file of tenants: API keys and the tools each may see (see toolsift.tenants)."""
     mcp_servers: Path | None = None
     """A YAML/JSON file listing MCP servers whose tools make up the catalog (live catalog)."""
+    redis_url: str | None = None
+    """redis://host:port/db: sessions, edit locks and index announcements shared by replicas
+    (see toolsift.service.replicas); unset: in memory, per process."""
+    redis_prefix: str = "toolsift"
+    """Prefix of every Redis key and channel (several deployments can share one Redis)."""
 
     def __post_init__(self) -> None:
         for name in ("index_path", "catalog_path", "cache_dir", "tenants", "mcp_servers"):
@@ -137,6 +142,14 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "session_cap": (_number_in(1, 100_000), "a number of tools from 1 to 100000"),
     "max_sessions": (_number_in(1, 10**8), "a number of sessions from 1 to 10**8"),
     "session_ttl": (_number_in(1.0, 10**8), "seconds, at least 1"),
+    "redis_url": (
+        lambda value: value is None or str(value).startswith(("redis://", "rediss://", "unix://")),
+        "a Redis URL: redis://host:6379/0, rediss://... or unix:///path/redis.sock",
+    ),
+    "redis_prefix": (
+        lambda value: isinstance(value, str) and bool(value) and " " not in value,
+        "a word, e.g. toolsift",
+    ),
 }
 """Each checked setting: whether a value is valid, and what a valid one is (for the message)."""
 

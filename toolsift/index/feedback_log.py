@@ -14,8 +14,8 @@ import fcntl
 import logging
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +35,9 @@ def feedback_log_path(index_path: str | Path) -> Path:
 class FeedbackLog:
     """One process's view of the log: what it has read so far, and how to append."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, shared_lock: Callable[[], AbstractContextManager[None]] | None = None) -> None:
         self.path = Path(path)
+        self._shared_lock = shared_lock
         self._lock_path = self.path.with_name(self.path.name + ".lock")
         self._identity: tuple[int, int] | None = None
         self._offset = 0
@@ -45,8 +46,9 @@ class FeedbackLog:
 
     @contextmanager
     def locked(self) -> Iterator[None]:
+        """The log's file lock (and the shared lock given, taken first)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self._lock_path, "a") as handle:
+        with self._shared_lock() if self._shared_lock else nullcontext(), open(self._lock_path, "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 yield

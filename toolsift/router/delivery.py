@@ -33,7 +33,7 @@ from toolsift.errors import InvalidQuery
 from toolsift.router.formats import OutputFormat, format_tool, to_responses
 from toolsift.router.router import Router, RouteResult
 from toolsift.router.rules import TagRules
-from toolsift.router.sessions import SessionPolicy, SessionStore, SessionTurn
+from toolsift.router.sessions import SessionPolicy, Sessions, SessionTurn
 from toolsift.types import IdArray
 
 Delivery = Literal["subset", "allowed_tools", "tool_reference", "tool_search_output"]
@@ -149,7 +149,7 @@ def deliver(
     delivery: Delivery = "subset",
     rules: TagRules | None = None,
     session_id: str | None = None,
-    sessions: SessionStore | None = None,
+    sessions: Sessions | None = None,
     session_policy: SessionPolicy = "all",
     scope: IdArray | None = None,
     session_namespace: str = "",

@@ -36,7 +36,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, Protocol, get_args
 
 from toolsift.catalog import Catalog, Tool
 from toolsift.errors import InvalidQuery
@@ -154,6 +154,25 @@ def _state(tools: Sequence[Tool], catalog: Catalog, turns: int) -> SessionState:
 def check_policy(policy: str) -> None:
     if policy not in SESSION_POLICIES:
         raise InvalidQuery("session_policy", f"must be one of {', '.join(SESSION_POLICIES)}, got {policy!r}")
+
+
+class Sessions(Protocol):
+    """A session store: ``SessionStore`` (in memory) or ``RedisSessionStore`` (shared)."""
+
+    def __len__(self) -> int: ...
+
+    def advance(
+        self,
+        session_id: str,
+        selected: Sequence[Tool],
+        catalog: Catalog,
+        *,
+        ranked: Sequence[str] = (),
+        policy: SessionPolicy = "all",
+        permitted: Callable[[Tool], bool] | None = None,
+    ) -> SessionTurn: ...
+
+    def names(self, session_id: str) -> tuple[str, ...]: ...
 
 
 @dataclass

@@ -4,7 +4,9 @@ that lets every worker follow the folder. On any failure the previous router kee
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import anyio
@@ -69,14 +71,31 @@ async def watch_index_folder(state: ServiceState) -> None:
     state.folder_seen = state.folder_version()
     while True:
         await anyio.sleep(state.settings.reload_interval)
+        await check_index_folder(state)
+
+
+async def follow_announcements(state: ServiceState) -> None:
+    """With replicas: load a new index version as soon as one of them announces it."""
+    assert state.replicas is not None
+
+    async def announced(version: str) -> None:
+        await check_index_folder(state)
+
+    await state.replicas.listen("index", announced)
+
+
+async def check_index_folder(state: ServiceState) -> None:
+    """Load the index folder if its version is not the one served (a failure is logged, counted
+    and the current index serves on)."""
+    async with state.reload_lock:
         current = state.folder_version()
         if current == state.folder_seen:
-            continue
+            return
         state.folder_seen = current
         try:
             loaded = await reload_index_folder(state)
         except Exception:  # noqa: BLE001 - logged and counted; keep watching
-            continue
+            return
         logger.info(
             "index folder changed: now serving catalog %s (%d tools)", loaded.catalog.fingerprint, len(loaded.catalog)
         )
@@ -100,13 +119,16 @@ async def change_catalog(state: ServiceState, change: CatalogChange) -> dict[str
             updated = await anyio.to_thread.run_sync(current.rebuilt, change(current.catalog))
         else:
             current, updated = await anyio.to_thread.run_sync(edit_index_folder, state, change)
+            if state.replicas is not None:
+                state.replicas.announce("index", updated.catalog.fingerprint)
         publish(state, updated)
     return change_summary(current, updated)
 
 
 def edit_index_folder(state: ServiceState, change: CatalogChange) -> tuple[Router, Router]:
-    """Under the folder's lock: the latest saved router, and the changed one, saved."""
-    with folder_lock(state.settings.index_path):
+    """Under the folder's lock (and the replicas' one): the latest saved router, and the changed
+    one, saved."""
+    with shared_lock(state, "index", "catalog edits"), folder_lock(state.settings.index_path):
         current = state.routers.get()
         saved = Manifest.read(state.settings.index_path)
         if saved is None or (saved.catalog_fingerprint, saved.model) != (
@@ -118,6 +140,13 @@ def edit_index_folder(state: ServiceState, change: CatalogChange) -> tuple[Route
         updated.save(state.settings.index_path)
         state.folder_seen = state.folder_version()
     return current, updated
+
+
+def shared_lock(state: ServiceState, name: str, what: str) -> AbstractContextManager[None]:
+    """The replicas' lock on ``name`` for this index folder; nothing without a shared store."""
+    if state.replicas is None:
+        return nullcontext()
+    return state.replicas.lock(f"{name}:{os.path.realpath(state.settings.index_path)}", what)
 
 
 def change_summary(before: Router, after: Router) -> dict[str, Any]:

@@ -19,7 +19,13 @@ from toolsift.catalog import load_catalog
 from toolsift.index.feedback_log import feedback_log_path
 from toolsift.mcp import LiveCatalog, load_sources, router_builder
 from toolsift.router import Router
-from toolsift.service.catalog_updates import publish, warn_about_tenants, watch_index_folder
+from toolsift.service.catalog_updates import (
+    follow_announcements,
+    publish,
+    shared_lock,
+    warn_about_tenants,
+    watch_index_folder,
+)
 from toolsift.service.state import ServiceState
 
 logger = logging.getLogger("toolsift.service")
@@ -46,7 +52,7 @@ async def serve_given_router(state: ServiceState) -> AsyncIterator[None]:
 async def serve_index_folder(state: ServiceState) -> AsyncIterator[None]:
     settings = state.settings
     if state.usage.log is None:
-        state.usage.open_log(feedback_log_path(settings.index_path))
+        state.usage.open_log(feedback_log_path(settings.index_path), lambda: shared_lock(state, "feedback", "feedback"))
     if state.routers.peek() is None:  # not loaded yet (toolsift mcp loads it before it starts)
         logger.info("loading index from %s", settings.index_path)
         state.routers.set(Router.load(settings.index_path, ranking=settings.ranking(), backend=settings.backend))
@@ -56,6 +62,8 @@ async def serve_index_folder(state: ServiceState) -> AsyncIterator[None]:
         return
     async with anyio.create_task_group() as group:
         group.start_soon(watch_index_folder, state)
+        if state.replicas is not None:
+            group.start_soon(follow_announcements, state)
         yield
         group.cancel_scope.cancel()
 

@@ -83,6 +83,9 @@ class Metrics:
         )
         self.reloads = Counter("toolsift_reloads", "Catalog reloads by outcome", ["outcome"], registry=self.registry)
         self.feedback = Counter("toolsift_feedback", "Feedback requests accepted", registry=self.registry)
+        self.shared_store_errors = Counter(
+            "toolsift_shared_store_errors", "Requests the shared store (Redis) did not answer", registry=self.registry
+        )
         self.registry.register(_SnapshotCollector(snapshot))
 
 

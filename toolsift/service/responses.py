@@ -19,6 +19,7 @@ from toolsift.errors import (
     IndexNotFound,
     NotReady,
     ReloadFailed,
+    SharedStoreUnavailable,
     TenantUnauthorized,
     ToolNotFound,
     ToolsiftError,
@@ -47,6 +48,7 @@ STATUS_CODES: dict[type[ToolsiftError], int] = {
     EmbedderUnavailable: 500,
     ReloadFailed: 502,
     IndexBusy: 503,
+    SharedStoreUnavailable: 503,
     NotReady: 503,
 }
 """The HTTP status of each error class; a subclass not listed takes its nearest listed base's."""
@@ -66,7 +68,11 @@ def error_response(kind: str, message: str, status_code: int, **extra: Any) -> J
 
 async def toolsift_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, ToolsiftError)
-    return error_response(type(error).__name__, str(error), status_for(error))
+    response = error_response(type(error).__name__, str(error), status_for(error))
+    retry_after = getattr(error, "retry_after", None)
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
+    return response
 
 
 async def http_error(request: Request, error: Exception) -> Response:

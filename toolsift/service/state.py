@@ -18,8 +18,10 @@ from toolsift.curation import LintReport
 from toolsift.errors import NotReady
 from toolsift.mcp import LiveCatalog
 from toolsift.router import Router, SessionStore
+from toolsift.router.sessions import Sessions
 from toolsift.router.usage import UsageBook
 from toolsift.service.observability import Metrics
+from toolsift.service.replicas import RedisSessionStore, Replicas
 from toolsift.service.usage_feed import UsageFeed
 from toolsift.settings import Settings
 from toolsift.tenants import Tenants, TenantSpec
@@ -66,14 +68,18 @@ class ServiceState:
     """A router built in-process and passed to ``create_app`` (tests, embedding); None when the
     service loads the index folder or a live catalog."""
     routers: RouterHolder
-    sessions: SessionStore
+    sessions: Sessions
     usage: UsageFeed
+    replicas: Replicas | None = None
+    """The shared store (Redis) when ``TOOLSIFT_REDIS_URL`` is set: sessions, locks, announcements."""
     metrics: Metrics = field(init=False)
     live: LiveCatalog | None = None
     """The running ``LiveCatalog`` while the catalog comes from MCP servers, else None."""
     folder_seen: FolderVersion = ("", 0.0)
     """The index folder version this process serves (for the watcher)."""
     edit_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    reload_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    """One check of the index folder at a time (the watcher's, or an announcement's)."""
     lint_reports: dict[str, LintReport] = field(default_factory=dict)
     """The lint report of the serving catalog, by catalog fingerprint (one kept)."""
     deferred_payloads: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
@@ -86,7 +92,13 @@ class ServiceState:
     def create(cls, router: Router | None, settings: Settings, tenants: Tenants | None) -> ServiceState:
         sessions = SessionStore(settings.session_cap, settings.max_sessions, settings.session_ttl)
         usage = UsageFeed()
-        return cls(settings, tenants, router, RouterHolder(router, usage.book), sessions, usage)
+        state = cls(settings, tenants, router, RouterHolder(router, usage.book), sessions, usage)
+        if settings.redis_url:
+            state.replicas = Replicas(settings.redis_url, settings.redis_prefix, state.metrics.shared_store_errors.inc)
+            state.sessions = RedisSessionStore(
+                state.replicas, settings.session_cap, settings.max_sessions, settings.session_ttl
+            )
+        return state
 
     def snapshot(self) -> dict[str, float]:
         """Values read at each metrics scrape."""

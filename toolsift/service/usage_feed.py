@@ -15,7 +15,8 @@ requests, at most 16 of them from one contributor (a session, else a client addr
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,9 +33,10 @@ class UsageFeed:
         self.log: FeedbackLog | None = None
         self._lock = threading.Lock()
 
-    def open_log(self, path: str | Path) -> None:
-        """Persist to (and follow) the log at ``path``; what it holds is applied now."""
-        self.log = FeedbackLog(path)
+    def open_log(self, path: str | Path, shared_lock: Callable[[], AbstractContextManager[None]] | None = None) -> None:
+        """Persist to (and follow) the log at ``path``; what it holds is applied now. Appends hold
+        ``shared_lock`` too when given (the replicas' lock: several hosts share the log)."""
+        self.log = FeedbackLog(path, shared_lock)
         self.refresh()
 
     def refresh(self) -> None:
