@@ -283,8 +283,30 @@ def _int_keys(point: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def replicas_section(document: dict[str, Any]) -> str:
+    from toolsift.bench.replicas import replicas_table
+
+    return "\n".join(
+        [
+            "## Several replicas on one Redis",
+            "",
+            f"Command: `{document['command']}`",
+            "",
+            f"{document['tools']:,} synthetic tools; a throwaway redis-server on loopback; each replica is one "
+            "`toolsift serve` process (1 worker). 16 clients, each one conversation (its own session), every turn "
+            "sent to the next replica (round robin, no stickiness). Session continuity: turns that continued their "
+            "session (turn number one more than the previous). Both replicas share this machine's 2 cores with "
+            "the clients, so the ratio is a floor for replicas on their own hosts.",
+            "",
+            replicas_table(document),
+        ]
+    )
+
+
 def _other_section(path: str) -> str:
     document = json.loads(Path(path).read_text())
+    if document.get("schema") == "toolsift-replicas/1":
+        return replicas_section(document)
     if document.get("schema") == "toolsift-feedback-bench/1":
         return feedback_section(document)
     if str(document.get("model", "")).endswith("-int8"):

@@ -5,6 +5,7 @@ costs no 5xx."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -101,6 +102,7 @@ class Replica:
     def __init__(self, folder: Path, redis_url: str, log: Path, **settings: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.redis_url = redis_url
         environment = {
             **os.environ, "TOOLSIFT_MODEL": "hashing-64", "TOOLSIFT_CACHE_DIR": "off", "TOOLSIFT_REDIS_URL": redis_url,
             "TOOLSIFT_ADMIN_TOKEN": ADMIN_TOKEN, "TOOLSIFT_RELOAD_INTERVAL": "3600",
@@ -280,3 +282,42 @@ def test_feedback_is_shared_by_replicas(replicas: list[Replica]) -> None:
     assert httpx.post(replicas[0].url + "/feedback", json={"query": odd, "tool": "send_email"}).status_code == 200
     routed = httpx.post(replicas[1].url + "/route", json={"query": odd, "k": 3}).json()
     assert routed["matches"][0]["name"] == "send_email"
+
+
+def test_a_build_is_announced_to_the_replicas(replicas: list[Replica], index_folder: Path, tmp_path: Path) -> None:
+    """Folder polling is off on the replicas: `toolsift build` with TOOLSIFT_REDIS_URL tells them."""
+    from click.testing import CliRunner
+
+    from toolsift.cli import main
+
+    from conftest import TINY_TOOLS
+
+    catalog = tmp_path / "more.json"
+    catalog.write_text(json.dumps([*TINY_TOOLS, {"name": "brand_new", "description": "A tool added by a build."}]))
+    environment = {
+        "TOOLSIFT_MODEL": "hashing-64",
+        "TOOLSIFT_CACHE_DIR": "off",
+        "TOOLSIFT_REDIS_URL": replicas[0].redis_url,
+    }
+    result = CliRunner().invoke(main, ["build", str(catalog), "--out", str(index_folder), "-q"], env=environment)
+    assert result.exit_code == 0, result.output
+    deadline = time.monotonic() + 20
+    while any(httpx.get(r.url + "/healthz").json()["tools"] != len(TINY_TOOLS) + 1 for r in replicas):
+        assert time.monotonic() < deadline, "the replicas did not load the announced build"
+        time.sleep(0.2)
+
+
+def test_perf_replicas_measures_one_against_two(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from toolsift.cli import main
+
+    out = tmp_path / "replicas.json"
+    command = ["perf", "--replicas", "--sizes", "50", "--requests", "48", "--json", str(out)]
+    result = CliRunner().invoke(main, command)
+    assert result.exit_code == 0, result.output
+    document = json.loads(out.read_text())
+    assert [row["replicas"] for row in document["rows"]] == [1, 2]
+    assert all(row["requests"] == 48 and row["session_continuity"] == 1.0 for row in document["rows"])
+    assert document["throughput_ratio"] == round(document["rows"][1]["per_s"] / document["rows"][0]["per_s"], 2)
+    assert "session continuity" in result.output

@@ -135,6 +135,10 @@ def build(
         + (" (model not loaded: every vector came from the cache)" if stats.embedded == 0 else "")
         + f"; catalog {tools.fingerprint}"
     )
+    if settings.redis_url:  # replicas load it now instead of at their next poll
+        from toolsift.service.replicas import Replicas
+
+        Replicas(settings.redis_url, settings.redis_prefix).announce("index", tools.fingerprint)
 
 
 @main.command()

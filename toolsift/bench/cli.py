@@ -330,18 +330,34 @@ def sessions_bench(
     "HTTP throughput at 1/4/16 clients, cold route, memory, build throughput.",
 )
 @click.option(
+    "--replicas",
+    "compare_replicas",
+    is_flag=True,
+    help="Compare 1 and 2 replicas sharing a Redis (a throwaway redis-server on loopback), on the first size: "
+    "throughput, p50/p95 and session continuity under 16 clients' sessions spread round robin.",
+)
+@click.option(
     "--requests",
     type=click.IntRange(16, 100000),
     default=400,
     show_default=True,
-    help="With --backends: HTTP requests per concurrency level.",
+    help="With --backends or --replicas: HTTP requests per measurement.",
 )
 def perf(
     sizes: str, query_count: int, kind: str, model: str | None, json_path: Path | None, report_dir: Path | None,
-    compare_backends: bool, requests: int,
+    compare_backends: bool, compare_replicas: bool, requests: int,
 ) -> None:  # fmt: skip
     """Measure build throughput, route latency (in-process, HTTP) and memory at several catalog sizes
-    (or, with --backends, the torch and onnx embedding backends side by side)."""
+    (or, with --backends, the torch and onnx embedding backends side by side; with --replicas, one
+    replica against two)."""
+    if compare_replicas:
+        from toolsift.bench.replicas import replicas_table, run_replicas
+
+        document = run_replicas(parse_ks(sizes)[0], requests, 16, click.echo)
+        document["command"] = command_line("perf")
+        click.echo(replicas_table(document))
+        write_figures(json_path, document)
+        return
     if compare_backends:
         from toolsift.bench.backends import backends_table, run_backends
 

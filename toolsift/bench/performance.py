@@ -224,6 +224,8 @@ def serving(index: Path, seconds: float = 300, environment: dict[str, str] | Non
     finally:
         server.terminate()
         server.wait(timeout=60)
+        if server.stderr is not None:
+            server.stderr.close()
 
 
 def run_sizes(sizes: Sequence[int], queries: int, kind: str, model: str, echo: Callable[[str], None]) -> dict[str, Any]:
