@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from toolsift import Router
+from toolsift import Catalog, Router
 from toolsift.catalog import parse_catalog
 from toolsift.cli import main
 from toolsift.curation import lint_catalog
@@ -179,11 +179,23 @@ def test_lint_command_flags_the_model_and_reads_the_weight_from_the_environment(
 
 
 @pytest.mark.model
-def test_confusable_pairs_of_the_bundled_catalog_are_still_found(bundled_router: Router) -> None:
-    report = lint_catalog(bundled_router.catalog, bundled_router, count_tokens=len)
+def test_the_bundled_catalog_lints_without_warnings(bundled_router: Router) -> None:
+    """The showcase: what toolsift's own lint, with the real model, finds in the catalog every user
+    sees first. Notes (info) are allowed; nothing worse."""
+    report = lint_catalog(bundled_router.catalog, bundled_router)
+    worse = [f"{f.code}: {f.message}" for f in report.findings if f.severity != "info"]
+    assert worse == []
+
+
+def test_a_confusable_pair_added_to_the_bundled_catalog_is_found(bundled_router: Router) -> None:
+    """Two servers offering the same tool under two names: the pair the check exists for."""
+    original = bundled_router.catalog.get("get_current_weather")
+    assert original is not None
+    twin = original.model_copy(update={"name": "get_weather_now"})
+    catalog = Catalog([*bundled_router.catalog, twin], source="bundled plus a twin")
+    report = lint_catalog(catalog, bundled_router.rebuilt(catalog), count_tokens=len)
     pairs = {tuple(sorted(f.tools)) for f in report.findings if f.code == "confusable-pair"}
-    assert {("start_cloud_instance", "stop_cloud_instance"), ("geocode_address", "reverse_geocode")} <= pairs
-    assert len(pairs) <= 5
+    assert pairs == {("get_current_weather", "get_weather_now")}
 
 
 def test_the_confusable_threshold_follows_the_catalogs_own_cosines() -> None:
