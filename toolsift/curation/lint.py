@@ -500,7 +500,7 @@ def check_parameters(catalog: Catalog) -> Iterable[Finding]:
 
 def schema_tokens(catalog: Catalog, count: Callable[[str], int] | None = None) -> dict[str, int]:
     """Tokens each tool costs in a prompt (OpenAI form, compact JSON)."""
-    count = count or _token_counter()
+    count = count or default_token_counter()
     return {tool.name: count(orjson.dumps(format_tool(tool, "openai")).decode()) for tool in catalog}
 
 
@@ -662,7 +662,7 @@ def lint_catalog(
     return LintReport(catalog.source, len(catalog), findings, tokens, accuracy)
 
 
-def _token_counter() -> Callable[[str], int]:
+def default_token_counter() -> Callable[[str], int]:
     from toolsift.router.tokens import token_counter
 
     try:

@@ -83,6 +83,8 @@ class ServiceState:
     lint_reports: dict[str, LintReport] = field(default_factory=dict)
     """The lint report of the serving catalog, by catalog fingerprint (one kept)."""
     deferred_payloads: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    catalog_maps: dict[tuple[str, str], bytes] = field(default_factory=dict)
+    """GET /catalog/map bodies by (catalog fingerprint, tenant); one catalog kept."""
     """GET /deferred answers by (catalog fingerprint, tenant, format)."""
 
     def __post_init__(self) -> None:

@@ -7,13 +7,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 
 from toolsift.curation import SEVERITIES, LintReport, Severity, lint_catalog
+from toolsift.curation.views import catalog_map as map_of
 from toolsift.service.dependencies import State, Tenant
+from toolsift.service.responses import JSONBytes
 from toolsift.service.state import ServiceState
 
 WEB_PAGE = Path(__file__).parent.parent.parent / "web" / "index.html"
+FAVICON = WEB_PAGE.with_name("favicon.svg")
 router = APIRouter()
 
 
@@ -65,6 +68,22 @@ def _count_by_check(findings: list[Any]) -> dict[str, int]:
     for finding in findings:
         counts[finding.code] = counts.get(finding.code, 0) + 1
     return dict(sorted(counts.items()))
+
+
+@router.get("/catalog/map", summary="A 2-D map of the tools (PCA of their vectors), token costs, confusable pairs")
+def catalog_map(state: State, tenant: Tenant) -> Response:
+    """Computed once per catalog and tenant (the page asks for it when the map is opened)."""
+    current = state.routers.get()
+    key = (current.catalog.fingerprint, tenant.name if tenant is not None else "")
+    if key not in state.catalog_maps:
+        state.catalog_maps.clear()
+        state.catalog_maps[key] = JSONBytes(map_of(current, state.scope_of(tenant, current), lint_report(state))).body
+    return Response(state.catalog_maps[key], media_type="application/json")
+
+
+@router.get("/favicon.ico", include_in_schema=False)
+def favicon() -> Response:
+    return Response(FAVICON.read_bytes(), media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)

@@ -1,0 +1,90 @@
+"""What the curation page shows beyond the findings: one tool's page, and a map of the catalog.
+
+- ``tool_page``: a tool's definition in every output format with its token cost in each, its
+  findings, its nearest neighbours to the router (cosine of the tool vectors), and how often
+  feedback named it.
+- ``catalog_map``: every visible tool placed in 2-D by the first two principal components of the
+  tool vectors (what the router compares), its token cost, and the confusable pairs to link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+import orjson
+
+from toolsift.curation.lint import LintReport
+from toolsift.router import OUTPUT_FORMATS, Router, format_tool
+from toolsift.types import IdArray
+
+NEIGHBOURS = 5
+
+
+def tool_page(
+    router: Router,
+    name: str,
+    scope: IdArray | None,
+    report: LintReport,
+    count_tokens: Callable[[str], int],
+    feedback: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Everything the page shows about the tool ``name`` (a catalog name, visible in ``scope``)."""
+    tool = router.catalog.get(name)
+    assert tool is not None
+    formats = {fmt: format_tool(tool, fmt) for fmt in OUTPUT_FORMATS}
+    return {
+        "name": tool.name,
+        "tags": list(tool.tags),
+        "examples": list(tool.examples),
+        "formats": formats,
+        "tokens": {fmt: count_tokens(orjson.dumps(definition).decode()) for fmt, definition in formats.items()},
+        "findings": [asdict(f) for f in report.findings if tool.name in f.tools],
+        "neighbours": neighbours(router, tool.name, scope),
+        "feedback": {"requests": len(feedback), "recent": list(feedback[-5:])},
+        "accuracy": (report.per_tool_accuracy or {}).get(tool.name),
+    }
+
+
+def neighbours(router: Router, name: str, scope: IdArray | None, count: int = NEIGHBOURS) -> list[dict[str, Any]]:
+    """The tools whose vectors are closest to ``name``'s, within ``scope``."""
+    position = router.catalog.position(name)
+    ids = np.arange(len(router.catalog), dtype=np.int64) if scope is None else scope
+    ids = ids[ids != position]
+    if not len(ids):
+        return []
+    vectors = router.index.vectors.vectors(ids)
+    cosines = vectors @ router.index.vectors.vectors(np.asarray([position], dtype=np.int64))[0]
+    best = np.argsort(-cosines, kind="stable")[:count]
+    return [{"name": router.catalog[int(ids[i])].name, "cosine": round(float(cosines[i]), 4)} for i in best]
+
+
+def catalog_map(router: Router, scope: IdArray | None, report: LintReport) -> dict[str, Any]:
+    """2-D coordinates (PCA of the tool vectors) of the visible tools, each with its token cost,
+    and the confusable pairs among them."""
+    ids = np.arange(len(router.catalog), dtype=np.int64) if scope is None else scope
+    names = [router.catalog[int(i)].name for i in ids]
+    points = _projection(router.index.vectors.vectors(ids)) if len(ids) else np.zeros((0, 2))
+    visible = set(names)
+    pairs = [list(f.tools) for f in report.findings if f.code == "confusable-pair" and set(f.tools) <= visible]
+    return {
+        "axes": "first two principal components of the tool vectors, scaled to [-1, 1]",
+        "tools": [
+            [name, round(float(x), 4), round(float(y), 4), report.schema_tokens.get(name, 0)]
+            for name, (x, y) in zip(names, points, strict=True)
+        ],
+        "pairs": pairs,
+    }
+
+
+def _projection(vectors: np.ndarray) -> np.ndarray:
+    centred = vectors.astype(np.float64) - vectors.mean(axis=0, dtype=np.float64)
+    if len(vectors) < 2:
+        return np.zeros((len(vectors), 2))
+    # The covariance's top eigenvectors (d x d, cheap for any number of tools), not an SVD of n x d.
+    _, eigenvectors = np.linalg.eigh(centred.T @ centred)
+    projected = centred @ eigenvectors[:, ::-1][:, :2]
+    spread = np.abs(projected).max(axis=0)
+    return projected / np.where(spread > 0, spread, 1.0)
