@@ -386,3 +386,17 @@ def test_the_feedback_bench_feeds_a_split_and_scores_the_rest(tmp_path: Path) ->
     spec.loader.exec_module(results_md)
     section = results_md._other_section(str(out))
     assert section.startswith("## Learning from use") and "| 0.5 | 8 | 8 |" in section
+
+
+def test_a_tool_with_many_requests_is_ranked_on_a_bounded_summary(tiny_router: Router) -> None:
+    from toolsift.router.usage import VIEWS_PER_TOOL, summarise
+
+    requests = [f"ship memo number {n} over to bob in accounting" for n in range(40)]
+    tiny_router.learn([Feedback(text, "send_email", contributor=f"c{n}") for n, text in enumerate(requests)])
+    views = tiny_router.views("")
+    assert views is not None and len(views) == VIEWS_PER_TOOL  # 40 requests, 16 views
+    assert top(tiny_router, "ship memo number 7 over to bob in accounting") == "send_email"
+    vectors = tiny_router.embedder.embed_queries(requests)
+    once, again = summarise(vectors), summarise(vectors)
+    assert np.array_equal(once, again) and np.allclose(np.linalg.norm(once, axis=1), 1.0, atol=1e-5)
+    assert summarise(vectors[:5]) is not None and len(summarise(vectors[:5])) == 5  # few: kept as they are

@@ -31,8 +31,8 @@ from toolsift.router.formats import OutputFormat, format_tool
 from toolsift.router.intents import split_intents
 from toolsift.router.ranking import DenseMoments, Ranked, RankingConfig, rank
 from toolsift.router.rules import TagIndex, TagRules
-from toolsift.router.usage import ExampleViews, Feedback, UsageBook, catalog_examples
-from toolsift.types import IdArray, Vector
+from toolsift.router.usage import ExampleViews, Feedback, UsageBook, catalog_examples, summarise
+from toolsift.types import IdArray, Matrix, Vector
 
 DEFAULT_K = 5
 MAX_K = 256
@@ -128,6 +128,7 @@ class Router:
         """Feedback this router learns from (``learn``, ``attach``); None: catalog examples only."""
         self._examples = catalog_examples((i, tool.examples) for i, tool in enumerate(index.catalog))
         self._example_vectors: dict[str, Vector] = {}
+        self._summaries: dict[tuple[int, int], Matrix] = {}
         self._views: dict[str, tuple[int, ExampleViews | None]] = {}
         self._views_lock = threading.Lock()
 
@@ -357,11 +358,28 @@ class Router:
             return views
 
     def _example_pairs(self, pairs: Sequence[tuple[int, str]]) -> list[tuple[int, Vector]]:
+        """(tool id, vector) for each example; a tool with many is summarised (``summarise``)."""
         missing = list(dict.fromkeys(text for _, text in pairs if text not in self._example_vectors))
         for start in range(0, len(missing), 256):
             batch = missing[start : start + 256]
             self._example_vectors.update(zip(batch, self.embedder.embed_queries(batch), strict=True))
-        return [(tool_id, self._example_vectors[text]) for tool_id, text in pairs]
+        texts: dict[int, list[str]] = {}
+        for tool_id, text in pairs:
+            texts.setdefault(tool_id, []).append(text)
+        found: list[tuple[int, Vector]] = []
+        for tool_id, own in texts.items():
+            found += [(tool_id, vector) for vector in self._summary(tool_id, tuple(own))]
+        return found
+
+    def _summary(self, tool_id: int, texts: tuple[str, ...]) -> Matrix:
+        key = (tool_id, hash(texts))
+        summary = self._summaries.get(key)
+        if summary is None:
+            summary = summarise(np.vstack([self._example_vectors[text] for text in texts]))
+            if len(self._summaries) > 4 * len(self.catalog) + 1024:
+                self._summaries.clear()
+            self._summaries[key] = summary
+        return summary
 
     def _merge(
         self, whole: Ranked, part_tops: Sequence[tuple[str, Ranked]], k: int, min_score: float | None
