@@ -27,6 +27,7 @@ def publish(state: ServiceState, router: Router) -> None:
     state.routers.set(router)
     state.metrics.reloads.labels("ok").inc()
     warn_about_tenants(state, router)
+    state.prepare_lint_report()
 
 
 def warn_about_tenants(state: ServiceState, router: Router) -> None:

@@ -57,6 +57,7 @@ async def serve_index_folder(state: ServiceState) -> AsyncIterator[None]:
         logger.info("loading index from %s", settings.index_path)
         state.routers.set(Router.load(settings.index_path, ranking=settings.ranking(), backend=settings.backend))
         warn_about_tenants(state, state.routers.get())
+    state.prepare_lint_report()
     if settings.reload_interval <= 0:
         yield
         return

@@ -7,6 +7,7 @@ each request sees one consistent index even while a reload lands.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from toolsift.curation import LintReport
+from toolsift.curation import LintReport, lint_catalog
 from toolsift.errors import NotReady
 from toolsift.mcp import LiveCatalog
 from toolsift.router import Router, SessionStore
@@ -26,6 +27,8 @@ from toolsift.service.usage_feed import UsageFeed
 from toolsift.settings import Settings
 from toolsift.tenants import Tenants, TenantSpec
 from toolsift.types import IdArray
+
+logger = logging.getLogger("toolsift.service")
 
 
 class RouterHolder:
@@ -89,6 +92,7 @@ class ServiceState:
 
     def __post_init__(self) -> None:
         self.metrics = Metrics(self.snapshot)
+        self._lint_lock = threading.Lock()
 
     @classmethod
     def create(cls, router: Router | None, settings: Settings, tenants: Tenants | None) -> ServiceState:
@@ -114,6 +118,29 @@ class ServiceState:
             "query_cache_hits": current.query_cache.hits,
             "query_cache_misses": current.query_cache.misses,
         }
+
+    def lint_report(self) -> LintReport:
+        """The serving catalog's lint report, computed once per catalog (one kept)."""
+        current = self.routers.get()
+        fingerprint = current.catalog.fingerprint
+        with self._lint_lock:
+            if fingerprint not in self.lint_reports:
+                report = lint_catalog(current.catalog, current)
+                self.lint_reports.clear()
+                self.lint_reports[fingerprint] = report
+            return self.lint_reports[fingerprint]
+
+    def prepare_lint_report(self) -> None:
+        """Compute the report in the background, so the curation page's first view need not wait
+        (a large catalog's confusable-pair check takes seconds)."""
+
+        def compute() -> None:
+            try:
+                self.lint_report()
+            except Exception:  # noqa: BLE001 - the page computes it again on demand and shows the error
+                logger.warning("the lint report could not be computed", exc_info=True)
+
+        threading.Thread(target=compute, name="toolsift-lint", daemon=True).start()
 
     def scope_of(self, tenant: TenantSpec | None, router: Router) -> IdArray | None:
         """The tool ids ``tenant`` may see in ``router``'s catalog (None: every tool)."""

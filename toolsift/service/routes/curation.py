@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, Response
 
-from toolsift.curation import SEVERITIES, LintReport, Severity, lint_catalog
+from toolsift.curation import SEVERITIES, LintReport, Severity
 from toolsift.curation.views import catalog_map as map_of
 from toolsift.service.dependencies import State, Tenant
 from toolsift.service.responses import JSONBytes
@@ -54,13 +54,8 @@ def lint(
 
 
 def lint_report(state: ServiceState) -> LintReport:
-    """The serving catalog's report, computed once per catalog (one kept)."""
-    current = state.routers.get()
-    fingerprint = current.catalog.fingerprint
-    if fingerprint not in state.lint_reports:
-        state.lint_reports.clear()
-        state.lint_reports[fingerprint] = lint_catalog(current.catalog, current)
-    return state.lint_reports[fingerprint]
+    """The serving catalog's report (computed once per catalog, ahead of time when it is published)."""
+    return state.lint_report()
 
 
 def _count_by_check(findings: list[Any]) -> dict[str, int]:
