@@ -3,12 +3,14 @@ real `toolsift serve` process over the bundled catalog."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -127,6 +129,7 @@ def test_page_with_a_tenant_key_shows_only_that_tenants_tools(bundled_index: Pat
             page = browser.new_page()
             page.goto(url + "/")
             expect(page.locator("#overview .error")).to_contain_text("API key")  # no key: the 401 says what to send
+            expect(page.locator("#tags .error")).to_contain_text("API key")  # not "loading…" for ever
             page.fill("#api-key", "acme-key-0123456789abcdef")
             page.click("#api-key-save")
             expect(page.locator("#tool-count")).to_have_text(str(len(weather_tools)))
@@ -159,3 +162,141 @@ def test_lint_pages_and_filters_findings(tiny_router: object) -> None:
         assert warnings["total"] == everything["counts"]["warning"]
         assert client.get("/lint", params={"limit": 5000}).status_code == 422
         assert client.get("/lint", params={"severity": "fatal"}).status_code == 422
+
+
+DESKTOP, PHONE = {"width": 1280, "height": 800}, {"width": 375, "height": 740}
+MULTI_PART = "email Bob the weather forecast and then add a picnic to my calendar"
+
+
+def browser_page(playwright: Any, viewport: dict[str, int]) -> tuple[Any, Any, list[str]]:
+    """A headless Chromium page that records console errors and uncaught exceptions."""
+    if CHROMIUM is None:
+        pytest.fail("headless Chromium is needed for this test: `make browser` (apt-get install chromium)")
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+    page = browser.new_page(viewport=viewport)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    return browser, page, errors
+
+
+def no_sideways_scroll(page: Any) -> bool:
+    return bool(page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"))
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_every_part_of_the_page_works_at_desktop_and_phone_widths(served: str, viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    email_tools = {
+        t["name"] for t in httpx.get(served + "/tools", params={"tag": "email", "limit": 1000}).json()["tools"]
+    }
+    with sync_playwright() as playwright:
+        browser, page, errors = browser_page(playwright, viewport)
+        page.goto(served + "/")
+        expect(page.locator("#tool-count")).to_have_text("254")
+
+        # catalog browser: paging, search, tag filter, a tool's page
+        expect(page.locator("#catalog-table tr.tool-row")).to_have_count(25, timeout=60_000)
+        page.click("#catalog-next")
+        expect(page.locator("#catalog-page")).to_have_text("26–50 of 254")
+        page.fill("#catalog-search", "weather")
+        expect(page.locator("#catalog-page")).to_contain_text("1–", timeout=10_000)
+        expect(page.locator("#catalog-list")).to_have_attribute("data-query", "limit=25&offset=0&q=weather")
+        names = page.locator("#catalog-table tr.tool-row td:first-child").all_inner_texts()
+        assert names and all("weather" in n or "forecast" in n or "alert" in n or "sun" in n for n in names), names
+        page.fill("#catalog-search", "")
+        page.select_option("#catalog-tag", "email")
+        expect(page.locator("#catalog-list")).to_have_attribute("data-query", "limit=25&offset=0&tag=email")
+        assert set(page.locator("#catalog-table tr.tool-row td:first-child").all_inner_texts()) <= email_tools
+        page.locator("#catalog-table .tool-link", has_text="send_email").click()
+        expect(page.locator("#tool-name")).to_have_text("send_email")
+        assert page.locator("#tool-formats .format-tab").count() == 5
+        assert all(int(t) > 10 for t in page.locator("#tool-formats .tokens").all_inner_texts())
+        page.click("#tool-formats .format-tab[data-format=anthropic]")
+        expect(page.locator("#tool-definition")).to_contain_text("input_schema")
+        assert page.locator("#tool-neighbours li").count() == 5
+        page.locator("#tool-neighbours .tool-link").first.click()  # a neighbour opens its own page
+        expect(page.locator("#tool-name")).not_to_have_text("send_email")
+
+        # findings: by check, a page at a time
+        page.select_option("#check", "no-usage-guidance")
+        expect(page.locator("#findings")).to_have_attribute("data-check", "no-usage-guidance", timeout=60_000)
+        assert set(page.locator("#findings-table td:nth-child(2)").all_inner_texts()) == {"no-usage-guidance"}
+        first_page = page.locator("#findings-page").inner_text()
+        page.click("#findings-next")
+        expect(page.locator("#findings-page")).not_to_have_text(first_page)
+
+        # the query box: rules, format and the exact payload; a multi-part request explained
+        page.fill("#query", "send a message to Ana about the meeting")
+        page.fill("#tags-any", "email")
+        page.select_option("#format", "anthropic")
+        page.click("#route-button")
+        expect(page.locator("#payload")).to_contain_text("input_schema", timeout=60_000)
+        payload = json.loads(page.locator("#payload").inner_text())
+        assert {tool["name"] for tool in payload["tools"]} <= email_tools
+        page.fill("#tags-any", "")
+        page.fill("#query", MULTI_PART)
+        page.select_option("#delivery", "tool_reference")
+        page.click("#route-button")
+        expect(page.locator("#route-note")).to_be_visible(timeout=60_000)
+        expect(page.locator("#route-table .intent").first).to_contain_text("add a picnic")
+        assert "tool_reference" in page.locator("#payload").inner_text()
+        page.click("#deferred-button")
+        expect(page.locator("#deferred-payload")).to_contain_text("defer_loading")
+
+        # the map and the token costs
+        page.click("#map-button")
+        expect(page.locator("#map-info")).to_have_attribute("data-points", "254", timeout=60_000)
+        expect(page.locator("#tokens-info")).to_contain_text("254 tools")
+        assert page.evaluate("document.getElementById('map').width") > 0
+
+        assert no_sideways_scroll(page), "the page scrolls sideways at this width"
+        assert errors == []
+        browser.close()
+    assert httpx.get(served + "/favicon.ico").status_code == 200
+
+
+@pytest.mark.slow
+def test_a_20000_tool_catalog_shows_its_first_view_fast_and_light(tmp_path: Path) -> None:
+    """First view (overview, the first catalog page, the first findings page) in under 2 s and
+    5 MB, once the server has loaded the catalog and computed its lint report."""
+    import time
+
+    from playwright.sync_api import expect, sync_playwright
+
+    from toolsift.bench.synthetic import synthetic_catalog
+    from toolsift.embeddings import HashingEmbedder
+    from toolsift.router import Router
+
+    folder = Router.build(synthetic_catalog(20_000), HashingEmbedder(64)).save(tmp_path / "index")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "toolsift", "serve", "--index", str(folder), "--port", str(port)]
+    process = subprocess.Popen(command, env={**os.environ, "TOOLSIFT_CACHE_DIR": "off"})
+    try:
+        wait_until_serving(url, process)
+        started = time.perf_counter()
+        assert httpx.get(url + "/lint", params={"limit": 1}, timeout=300).status_code == 200  # the report is ready
+        report_seconds = time.perf_counter() - started
+        with sync_playwright() as playwright:
+            browser, page, errors = browser_page(playwright, DESKTOP)
+            sizes: list[int] = []
+            page.on("requestfinished", lambda request: sizes.append(request.sizes()["responseBodySize"]))
+            started = time.perf_counter()
+            page.goto(url + "/")
+            expect(page.locator("#tool-count")).to_have_text("20000", timeout=10_000)
+            expect(page.locator("#catalog-table tr.tool-row")).to_have_count(25, timeout=10_000)
+            expect(page.locator("#findings-table tr").nth(1)).to_be_visible(timeout=10_000)
+            seconds = time.perf_counter() - started
+            transferred = sum(sizes)
+            print(
+                f"20,000 tools: first view {seconds:.2f} s, {transferred / 1e6:.2f} MB; lint report {report_seconds:.1f} s"
+            )
+            assert seconds < 2.0 and transferred < 5_000_000
+            assert errors == []
+            browser.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
