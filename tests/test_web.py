@@ -250,6 +250,7 @@ def test_every_part_of_the_page_works_at_desktop_and_phone_widths(served: str, v
         page.click("#map-button")
         expect(page.locator("#map-info")).to_have_attribute("data-points", "254", timeout=60_000)
         expect(page.locator("#tokens-info")).to_contain_text("254 tools")
+        expect(page.locator("#usage-info")).to_contain_text("No feedback yet")
         assert page.evaluate("document.getElementById('map').width") > 0
 
         assert no_sideways_scroll(page), "the page scrolls sideways at this width"
@@ -295,8 +296,42 @@ def test_a_20000_tool_catalog_shows_its_first_view_fast_and_light(tmp_path: Path
                 f"20,000 tools: first view {seconds:.2f} s, {transferred / 1e6:.2f} MB; lint report {report_seconds:.1f} s"
             )
             assert seconds < 2.0 and transferred < 5_000_000
+            first_tool = page.locator("#catalog-table .tool-link").first.inner_text()
+            body = {"query": "the request a user sent", "tool": first_tool}
+            assert httpx.post(url + "/feedback", json=body).status_code == 200
+            page.click("#map-button")  # the map of all 20,000, and the feedback chart
+            expect(page.locator("#map-info")).to_have_attribute("data-points", "20000", timeout=30_000)
+            expect(page.locator("#usage-info")).to_contain_text("1 tools named in feedback")
             assert errors == []
             browser.close()
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_the_map_carries_accuracy_and_usage_when_they_exist(tiny_router: object, tmp_path: Path) -> None:
+    """Per-tool recall from TOOLSIFT_LINT_QUERIES and feedback counts, per tool, on /catalog/map."""
+    from fastapi.testclient import TestClient
+
+    from toolsift.service import create_app
+    from toolsift.settings import Settings
+
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(
+        "\n".join(
+            json.dumps({"id": str(n), "query": text, "relevant": [tool]})
+            for n, (text, tool) in enumerate(
+                [("send an email to Bob", "send_email"), ("weather in Oslo", "get_weather")]
+            )
+        )
+    )
+    with TestClient(create_app(tiny_router, settings=Settings(lint_queries=queries))) as client:  # type: ignore[arg-type]
+        before = client.get("/catalog/map").json()
+        assert before["columns"] == ["name", "x", "y", "tokens", "recall@5", "feedback"]
+        rows = {row[0]: row for row in before["tools"]}
+        assert rows["send_email"][4] == 1.0 and rows["delete_file"][4] is None and rows["send_email"][5] == 0
+        assert client.post("/feedback", json={"query": "mail Ana", "tool": "send_email"}).status_code == 200
+        after = {row[0]: row for row in client.get("/catalog/map").json()["tools"]}
+        assert after["send_email"][5] == 1 and all(
+            -1.0 <= row[1] <= 1.0 and -1.0 <= row[2] <= 1.0 for row in after.values()
+        )

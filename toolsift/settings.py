@@ -67,6 +67,9 @@ class Settings:
     """A YAML/JSON file of tenants: API keys and the tools each may see (see toolsift.tenants)."""
     mcp_servers: Path | None = None
     """A YAML/JSON file listing MCP servers whose tools make up the catalog (live catalog)."""
+    lint_queries: Path | None = None
+    """Labelled queries (a benchmark's queries.jsonl) the service's lint report scores the catalog
+    on: per-tool accuracy on the curation page, and the query-based findings."""
     redis_url: str | None = None
     """redis://host:port/db: sessions, edit locks and index announcements shared by replicas
     (see toolsift.service.replicas); unset: in memory, per process."""
@@ -74,7 +77,7 @@ class Settings:
     """Prefix of every Redis key and channel (several deployments can share one Redis)."""
 
     def __post_init__(self) -> None:
-        for name in ("index_path", "catalog_path", "cache_dir", "tenants", "mcp_servers"):
+        for name in ("index_path", "catalog_path", "cache_dir", "tenants", "mcp_servers", "lint_queries"):
             value = getattr(self, name)
             if isinstance(value, str):  # accept strings from Python callers too
                 object.__setattr__(self, name, Path(value))
@@ -185,6 +188,7 @@ _CASTS: dict[str, Callable[[str], Any]] = {
     "session_ttl": float,
     "mcp_servers": Path,
     "tenants": Path,
+    "lint_queries": Path,
 }
 
 

@@ -61,18 +61,32 @@ def neighbours(router: Router, name: str, scope: IdArray | None, count: int = NE
     return [{"name": router.catalog[int(ids[i])].name, "cosine": round(float(cosines[i]), 4)} for i in best]
 
 
-def catalog_map(router: Router, scope: IdArray | None, report: LintReport) -> dict[str, Any]:
+def catalog_map(
+    router: Router, scope: IdArray | None, report: LintReport, usage: dict[str, int] | None = None
+) -> dict[str, Any]:
     """2-D coordinates (PCA of the tool vectors) of the visible tools, each with its token cost,
-    and the confusable pairs among them."""
+    its recall over labelled queries (when the report has them, else null) and how many feedback
+    requests name it; and the confusable pairs among them."""
     ids = np.arange(len(router.catalog), dtype=np.int64) if scope is None else scope
     names = [router.catalog[int(i)].name for i in ids]
     points = _projection(router.index.vectors.vectors(ids)) if len(ids) else np.zeros((0, 2))
     visible = set(names)
     pairs = [list(f.tools) for f in report.findings if f.code == "confusable-pair" and set(f.tools) <= visible]
+    accuracy = report.per_tool_accuracy or {}
+    recall = next((key for key in next(iter(accuracy.values()), {}) if key.startswith("recall@")), None)
+    usage = usage or {}
     return {
         "axes": "first two principal components of the tool vectors, scaled to [-1, 1]",
+        "columns": ["name", "x", "y", "tokens", recall or "recall", "feedback"],
         "tools": [
-            [name, round(float(x), 4), round(float(y), 4), report.schema_tokens.get(name, 0)]
+            [
+                name,
+                round(float(x), 4),
+                round(float(y), 4),
+                report.schema_tokens.get(name, 0),
+                round(accuracy[name][recall], 3) if recall and name in accuracy else None,
+                usage.get(name, 0),
+            ]
             for name, (x, y) in zip(names, points, strict=True)
         ],
         "pairs": pairs,

@@ -86,8 +86,8 @@ class ServiceState:
     lint_reports: dict[str, LintReport] = field(default_factory=dict)
     """The lint report of the serving catalog, by catalog fingerprint (one kept)."""
     deferred_payloads: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
-    catalog_maps: dict[tuple[str, str], bytes] = field(default_factory=dict)
-    """GET /catalog/map bodies by (catalog fingerprint, tenant); one catalog kept."""
+    catalog_maps: dict[tuple[str, str, int], bytes] = field(default_factory=dict)
+    """GET /catalog/map bodies by (catalog fingerprint, tenant, feedback version); one kept."""
     """GET /deferred answers by (catalog fingerprint, tenant, format)."""
 
     def __post_init__(self) -> None:
@@ -125,10 +125,18 @@ class ServiceState:
         fingerprint = current.catalog.fingerprint
         with self._lint_lock:
             if fingerprint not in self.lint_reports:
-                report = lint_catalog(current.catalog, current)
+                report = lint_catalog(current.catalog, current, self.labelled_queries(current))
                 self.lint_reports.clear()
                 self.lint_reports[fingerprint] = report
             return self.lint_reports[fingerprint]
+
+    def labelled_queries(self, router: Router) -> list[tuple[str, tuple[str, ...]]]:
+        """``TOOLSIFT_LINT_QUERIES``, for the lint report's per-tool accuracy (none when unset)."""
+        if self.settings.lint_queries is None:
+            return []
+        from toolsift.bench.datasets import load_queries
+
+        return [(q.text, q.relevant) for q in load_queries(self.settings.lint_queries, router.catalog) if q.relevant]
 
     def prepare_lint_report(self) -> None:
         """Compute the report in the background, so the curation page's first view need not wait

@@ -67,12 +67,17 @@ def _count_by_check(findings: list[Any]) -> dict[str, int]:
 
 @router.get("/catalog/map", summary="A 2-D map of the tools (PCA of their vectors), token costs, confusable pairs")
 def catalog_map(state: State, tenant: Tenant) -> Response:
-    """Computed once per catalog and tenant (the page asks for it when the map is opened)."""
+    """Computed once per catalog, tenant and feedback version (the page asks for it when the map
+    is opened)."""
     current = state.routers.get()
-    key = (current.catalog.fingerprint, tenant.name if tenant is not None else "")
+    state.usage.refresh()
+    pool = tenant.name if tenant is not None else ""
+    key = (current.catalog.fingerprint, pool, state.usage.book.version)
     if key not in state.catalog_maps:
+        usage = {name: len(texts) for name, texts in state.usage.book.summary(pool).items()}
+        body = JSONBytes(map_of(current, state.scope_of(tenant, current), lint_report(state), usage)).body
         state.catalog_maps.clear()
-        state.catalog_maps[key] = JSONBytes(map_of(current, state.scope_of(tenant, current), lint_report(state))).body
+        state.catalog_maps[key] = body
     return Response(state.catalog_maps[key], media_type="application/json")
 
 
