@@ -17,10 +17,11 @@ import numpy as np
 import orjson
 
 from toolsift.curation.lint import LintReport
-from toolsift.router import OUTPUT_FORMATS, Router, format_tool
+from toolsift.router import OutputFormat, Router, format_tool
 from toolsift.types import IdArray
 
 NEIGHBOURS = 5
+FORMATS: tuple[OutputFormat, ...] = ("toolsift", "openai", "responses", "anthropic", "mcp")
 
 
 def tool_page(
@@ -34,7 +35,7 @@ def tool_page(
     """Everything the page shows about the tool ``name`` (a catalog name, visible in ``scope``)."""
     tool = router.catalog.get(name)
     assert tool is not None
-    formats = {fmt: format_tool(tool, fmt) for fmt in OUTPUT_FORMATS}
+    formats = {fmt: format_tool(tool, fmt) for fmt in FORMATS}
     return {
         "name": tool.name,
         "tags": list(tool.tags),
@@ -101,4 +102,5 @@ def _projection(vectors: np.ndarray) -> np.ndarray:
     _, eigenvectors = np.linalg.eigh(centred.T @ centred)
     projected = centred @ eigenvectors[:, ::-1][:, :2]
     spread = np.abs(projected).max(axis=0)
-    return projected / np.where(spread > 0, spread, 1.0)
+    scaled: np.ndarray = projected / np.where(spread > 0, spread, 1.0)
+    return scaled

@@ -197,7 +197,8 @@ def summarise(vectors: Matrix, count: int = VIEWS_PER_TOOL, iterations: int = 10
             if len(members):
                 total = members.sum(axis=0)
                 centroids[cluster] = total / max(float(np.linalg.norm(total)), 1e-12)
-    return centroids.astype(np.float32)
+    summary: Matrix = centroids.astype(np.float32)
+    return summary
 
 
 def catalog_examples(tools: Iterable[tuple[int, Sequence[str]]]) -> list[tuple[int, str]]:

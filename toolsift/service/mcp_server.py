@@ -31,6 +31,7 @@ from toolsift._version import __version__
 from toolsift.errors import TenantUnauthorized, ToolsiftError
 from toolsift.router import MAX_K, MAX_QUERY_CHARS, Access, Router, SessionPolicy, SessionStore, TagRules, deliver
 from toolsift.router.router import MAX_PINNED
+from toolsift.router.sessions import Sessions
 from toolsift.service.dependencies import bearer_token
 from toolsift.service.lifespans import serve_index_folder
 from toolsift.service.schemas import SESSION_ID_PATTERN, route_body
@@ -89,7 +90,7 @@ Policy = Annotated[
 class ToolsiftTools:
     """What the MCP tools answer: routes within the caller's scope (its tenant, over HTTP)."""
 
-    def __init__(self, get_router: Callable[[], Router], sessions: SessionStore, tenants: Tenants | None) -> None:
+    def __init__(self, get_router: Callable[[], Router], sessions: Sessions, tenants: Tenants | None) -> None:
         self.get_router = get_router
         self.sessions = sessions
         self.tenants = tenants
@@ -121,7 +122,7 @@ class ToolsiftTools:
 
 def create_mcp_server(
     get_router: Callable[[], Router],
-    sessions: SessionStore | None = None,
+    sessions: Sessions | None = None,
     lifespan: Callable[[MCPServer], AbstractAsyncContextManager[None]] | None = None,
     tenants: Tenants | None = None,
 ) -> MCPServer:

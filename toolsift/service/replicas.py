@@ -195,8 +195,9 @@ class RedisSessionStore:
         client.zremrangebyscore(self._recent, 0, time.time() - self.ttl_seconds)
         extra = int(client.zcard(self._recent)) - self.max_sessions
         if extra > 0:
-            oldest = [member for member, _ in client.zpopmin(self._recent, extra)]
-            client.delete(*(self._key(m.decode() if isinstance(m, bytes) else str(m)) for m in oldest))
+            popped: list[tuple[bytes | str, float]] = client.zpopmin(self._recent, extra)  # type: ignore[assignment]
+            members = [m.decode() if isinstance(m, bytes) else str(m) for m, _ in popped]
+            client.delete(*(self._key(member) for member in members))
 
     def _key(self, session_id: str) -> str:
         return self.replicas.key("session", session_id)

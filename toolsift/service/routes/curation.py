@@ -75,7 +75,7 @@ def catalog_map(state: State, tenant: Tenant) -> Response:
     key = (current.catalog.fingerprint, pool, state.usage.book.version)
     if key not in state.catalog_maps:
         usage = {name: len(texts) for name, texts in state.usage.book.summary(pool).items()}
-        body = JSONBytes(map_of(current, state.scope_of(tenant, current), lint_report(state), usage)).body
+        body = bytes(JSONBytes(map_of(current, state.scope_of(tenant, current), lint_report(state), usage)).body)
         state.catalog_maps.clear()
         state.catalog_maps[key] = body
     return Response(state.catalog_maps[key], media_type="application/json")
