@@ -140,3 +140,12 @@ def test_service_refuses_to_start_without_an_index(tmp_path: Path) -> None:
     settings = Settings.from_env({}, index_path=tmp_path / "none")
     with pytest.raises(IndexNotFound, match="toolsift build"), TestClient(create_app(settings=settings)):
         pass
+
+
+def test_the_service_does_its_per_query_linear_algebra_on_one_thread(tiny_router: Router) -> None:
+    """BLAS threads only oversubscribe the cores for products this small (toolsift.router.threads)."""
+    from threadpoolctl import threadpool_info
+
+    create_app(tiny_router)
+    blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
+    assert blas and all(pool["num_threads"] == 1 for pool in blas)

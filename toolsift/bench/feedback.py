@@ -28,6 +28,7 @@ from toolsift.bench.metrics import interval95, mean, per_query
 from toolsift.catalog import Catalog
 from toolsift.embeddings import CachingEmbedder, Embedder, EmbeddingCache
 from toolsift.router import Router, within_query_limit
+from toolsift.router.threads import single_threaded_queries
 from toolsift.router.usage import Feedback
 
 EXAMPLES_PER_TOOL = 3
@@ -92,6 +93,7 @@ def run_feedback_curve(
     cache: EmbeddingCache | None = None,
     seed: int = 0,
 ) -> list[FeedbackPoint]:
+    single_threaded_queries()  # as toolsift serve does: the route timings are what is served
     shared = CachingEmbedder(embedder)
     router = Router.build(dataset.catalog, shared, cache=cache)
     points = []
