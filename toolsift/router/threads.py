@@ -3,10 +3,8 @@
 A route multiplies a query vector by at most a few thousand tool and example vectors: work that
 takes well under a millisecond on one core. Spread over BLAS threads, it pays for handing off and
 spinning, and under concurrent requests (a server's worker threads) those threads oversubscribe
-the cores: measured on MetaTool with 10,520 feedback requests, 300 routes while another process
-kept the two cores busy, ranking without / with feedback 2.4 / 28 ms with the default BLAS
-threads, 0.7 / 2.2 ms on one. ONNX Runtime keeps its own thread pool, so query embedding is not
-affected. ``toolsift serve`` and ``toolsift mcp`` call this at start-up; so do the benchmarks that
+the cores (figures in benchmarks/DECISIONS.md). ONNX Runtime keeps its own thread pool, so query
+embedding is not affected. ``toolsift serve`` and ``toolsift mcp`` call this at start-up; so do the benchmarks that
 time routes, to measure what is served.
 """
 

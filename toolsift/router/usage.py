@@ -25,9 +25,8 @@ from toolsift.types import IdArray, Matrix, Vector
 
 VIEWS_PER_TOOL = 16
 """A tool with more example requests than this is ranked on this many summaries of them
-(spherical k-means centroids): the ranking's cost stays bounded per tool. Measured on MetaTool
-(53 requests per tool on average): Recall@5 0.945 with every request, 0.938 with 16 summaries,
-for 3.4 times fewer vectors (benchmarks/DECISIONS.md)."""
+(spherical k-means centroids): the ranking's cost stays bounded per tool, for a small loss of
+recall where tools have many requests (benchmarks/DECISIONS.md)."""
 
 DEFAULT_PER_TOOL = 256
 DEFAULT_PER_CONTRIBUTOR = 16
