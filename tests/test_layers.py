@@ -19,7 +19,7 @@ LAYERS: list[set[str]] = [
     {"settings", "tenants", "curation", "mcp"},
     {"bench"},
     {"service"},
-    {"cli", "client", "__init__"},
+    {"cli", "feedback_cli", "client", "__init__"},
     {"__main__"},
 ]
 """Lowest first. A unit is a top-level module or subpackage of toolsift."""

@@ -18,11 +18,11 @@ from toolsift.catalog.names import PROVIDER_NAME_RULE
 from toolsift.curation.lint import CONFUSABLE_CLOSENESS
 from toolsift.embeddings import embedder_for
 from toolsift.errors import TenantsFileError, ToolsiftError
+from toolsift.feedback_cli import feedback as feedback_commands
 from toolsift.index import INDEX_KINDS, ToolIndex
 from toolsift.router import ACCESS_POLICIES, MAX_K, OUTPUT_FORMATS, Access, Router, TagRules, deliver
 from toolsift.router.deferred import DEFERRED_FORMATS, deferred_tools
 from toolsift.router.ranking import DEFAULT_LEXICAL_WEIGHT
-from toolsift.service.feedback_cli import feedback as feedback_commands
 from toolsift.settings import BUNDLED_CATALOG, Settings
 from toolsift.tenants import Tenants, load_tenants
 

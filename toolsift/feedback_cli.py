@@ -1,10 +1,12 @@
-"""``toolsift feedback``: import logs of which tool answered which request, show and reset what
+"""``toolsift feedback`` (the command line's, kept apart so other commands do not import the
+service): import logs of which tool answered which request, show and reset what
 the service learned. They work on the log beside the index folder, which running servers follow
 (their next request applies the change)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import orjson
@@ -13,8 +15,10 @@ from toolsift.catalog import Catalog, load_catalog
 from toolsift.index.feedback_log import feedback_log_path
 from toolsift.router import within_query_limit
 from toolsift.router.usage import Feedback
-from toolsift.service.usage_feed import UsageFeed
 from toolsift.settings import Settings
+
+if TYPE_CHECKING:
+    from toolsift.service.usage_feed import UsageFeed
 
 index_option = click.option(
     "--index",
@@ -39,9 +43,7 @@ def import_log(log: Path, index_path: Path | None) -> None:
     folder = Settings.from_env(None, index_path=index_path).index_path
     catalog = load_catalog(folder / "catalog.jsonl", dialect="toolsift")
     items = [_feedback_line(line, number, log, catalog) for number, line in _lines(log)]
-    feed = UsageFeed()
-    feed.open_log(feedback_log_path(folder))
-    feed.record(items)
+    _feed(index_path).record(items)
     click.echo(f"imported {len(items)} feedback lines into {feedback_log_path(folder)}")
 
 
@@ -96,6 +98,8 @@ def reset(index_path: Path | None, tenant: str | None, tool: str | None, every_t
 
 
 def _feed(index_path: Path | None) -> UsageFeed:
+    from toolsift.service.usage_feed import UsageFeed  # the service package is heavy: only when used
+
     feed = UsageFeed()
     feed.open_log(feedback_log_path(Settings.from_env(None, index_path=index_path).index_path))
     return feed
