@@ -19,7 +19,8 @@ LAYERS: list[set[str]] = [
     {"settings", "tenants", "curation", "mcp"},
     {"bench"},
     {"service"},
-    {"cli", "feedback_cli", "client", "__init__"},
+    {"feedback_cli"},
+    {"cli", "client", "__init__"},
     {"__main__"},
 ]
 """Lowest first. A unit is a top-level module or subpackage of toolsift."""
