@@ -294,7 +294,8 @@ def replicas_section(document: dict[str, Any]) -> str:
             "",
             f"{document['tools']:,} synthetic tools; a throwaway redis-server on loopback; each replica is one "
             "`toolsift serve` process (1 worker). 16 clients, each one conversation (its own session), every turn "
-            "sent to the next replica (round robin, no stickiness). Session continuity: turns that continued their "
+            "sent to the next replica (round robin, no stickiness); the machine's cores are shared out between the "
+            "replicas (`TOOLSIFT_EMBEDDING_THREADS`). Session continuity: turns that continued their "
             "session (turn number one more than the previous). Both replicas share this machine's 2 cores with "
             "the clients, so the ratio is a floor for replicas on their own hosts.",
             "",

@@ -16,7 +16,7 @@ from toolsift.bench.datasets import find_datasets
 from toolsift.catalog import Catalog
 from toolsift.embeddings import DEFAULT_MODEL, compose_tool_text, get_embedder
 from toolsift.embeddings.onnx_runtime import RECIPE, OnnxEmbedder, model_cache_dir
-from toolsift.settings import BUNDLED_CATALOG
+from toolsift.settings import BUNDLED_CATALOG, Settings
 
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 pytestmark = pytest.mark.model
@@ -118,3 +118,19 @@ def test_int8_is_an_opt_in_model_of_its_own(tmp_path: Path) -> None:
     with pytest.raises(IndexMismatch, match="all-MiniLM-L6-v2-int8"):
         Router.load(folder, get_embedder())
     assert Router.load(folder).embedder.name == INT8_MODEL
+
+
+def test_the_service_sets_how_many_threads_onnx_runtime_uses() -> None:
+    """TOOLSIFT_EMBEDDING_THREADS: several server processes on one host share its cores."""
+    from toolsift.embeddings.onnx_runtime import OnnxEmbedder, set_threads
+    from toolsift.embeddings.sentence_transformer import packaged_model_path
+    from toolsift.service import create_app
+
+    try:
+        create_app(settings=Settings(embedding_threads=1))
+        embedder = OnnxEmbedder("all-MiniLM-L6-v2", packaged_model_path("all-MiniLM-L6-v2"))
+        assert embedder._session.get_session_options().intra_op_num_threads == 1
+    finally:
+        set_threads(0)
+    default = OnnxEmbedder("all-MiniLM-L6-v2", packaged_model_path("all-MiniLM-L6-v2"))
+    assert default._session.get_session_options().intra_op_num_threads == 0  # ONNX Runtime's own choice

@@ -41,6 +41,8 @@ class Settings:
     index_kind: str = "auto"
     embedding_backend: str = DEFAULT_BACKEND
     """onnx (default: ONNX Runtime, no torch when serving) or torch (sentence-transformers)."""
+    embedding_threads: int = 0
+    """ONNX Runtime threads per process (0: one per core); fewer when several processes share a host."""
     cache_dir: Path | None = field(default_factory=_default_cache_dir)
     host: str = "127.0.0.1"
     port: int = 8000
@@ -136,6 +138,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "index_kind": (lambda value: value in INDEX_KINDS, "one of " + ", ".join(INDEX_KINDS)),
     "embedding_backend": (lambda value: value in ("onnx", "torch"), "onnx or torch"),
     "port": (_number_in(0, 65535), "a port number from 0 to 65535"),
+    "embedding_threads": (_number_in(0, 1024), "a number of threads from 0 (one per core) to 1024"),
     "lexical_weight": (_number_in(0.0, 10.0), "a number from 0 (dense only) to 10"),
     "intent_min_score": (_number_in(-100.0, 100.0), "a number of standard deviations from -100 to 100"),
     "log_level": (lambda value: value in LOG_LEVELS, "one of " + ", ".join(LOG_LEVELS)),
@@ -178,6 +181,7 @@ _CASTS: dict[str, Callable[[str], Any]] = {
     "catalog_path": Path,
     "cache_dir": _as_path_or_none,
     "port": int,
+    "embedding_threads": int,
     "lexical_weight": float,
     "split_intents": _as_bool,
     "intent_min_score": float,

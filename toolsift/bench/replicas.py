@@ -4,7 +4,8 @@ loopback load of sessions, as a load balancer spreads it (round robin, no sticki
 Each client is one conversation: its share of the queries, in order, as turns of its own
 session, each turn sent to the next replica. Figures: throughput, p50/p95, and session
 continuity (the share of turns that continued their session: turn number one more than the
-previous, as one process gives).
+previous, as one process gives). The host's cores are shared out between the replicas
+(``TOOLSIFT_EMBEDDING_THREADS``: 2 for one replica, 1 each for two, on 2 cores).
 """
 
 from __future__ import annotations
@@ -103,26 +104,28 @@ def run_replicas(size: int, requests: int, clients: int, echo: Callable[[str], N
     with tempfile.TemporaryDirectory() as temporary:
         folder = Router.build(synthetic_catalog(size), get_embedder("all-MiniLM-L6-v2")).save(Path(temporary) / "index")
         with redis_server(Path(temporary)) as redis_url:
-            environment = {**os.environ, "TOOLSIFT_REDIS_URL": redis_url}
             for count in REPLICA_COUNTS:
                 echo(f"measuring {count} replica(s) ...")
+                threads = str(max(1, (os.cpu_count() or 1) // count))  # the host's cores, shared out
+                environment = {**os.environ, "TOOLSIFT_REDIS_URL": redis_url, "TOOLSIFT_EMBEDDING_THREADS": threads}
                 with ExitStack() as stack:
                     urls = [stack.enter_context(serving(folder, environment=environment))[0] for _ in range(count)]
                     session_load(urls, synthetic_queries(4 * count, seed=3), count, f"warm{count}")
                     figures = session_load(urls, synthetic_queries(requests, seed=11), clients, f"load{count}")
-                rows.append({"replicas": count, **figures})
+                rows.append({"replicas": count, "embedding_threads": int(threads), **figures})
     ratio = rows[-1]["per_s"] / rows[0]["per_s"] if rows[0]["per_s"] else 0.0
     return {"schema": "toolsift-replicas/1", "tools": size, "rows": rows, "throughput_ratio": round(ratio, 2)}
 
 
 def replicas_table(document: dict[str, Any]) -> str:
     lines = [
-        "| replicas | clients | requests | req/s | p50 ms | p95 ms | session continuity |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| replicas | ONNX threads each | clients | requests | req/s | p50 ms | p95 ms | session continuity |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in document["rows"]:
         lines.append(
-            f"| {row['replicas']} | {row['clients']} | {row['requests']} | {row['per_s']} | {row['p50_ms']} "
+            f"| {row['replicas']} | {row.get('embedding_threads', '')} | {row['clients']} | {row['requests']} "
+            f"| {row['per_s']} | {row['p50_ms']} "
             f"| {row['p95_ms']} | {row['session_continuity']:.1%} |"
         )
     lines.append(f"\nThroughput, {REPLICA_COUNTS[-1]} replicas over 1: **{document['throughput_ratio']}×**")

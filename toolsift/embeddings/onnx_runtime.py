@@ -115,10 +115,25 @@ def quantized_file(source: Path) -> Path:
     return path
 
 
+PROCESS_THREADS: dict[str, int] = {}
+"""Threads ONNX Runtime sessions created from now on in this process use (``set_threads``)."""
+
+
+def set_threads(count: int) -> None:
+    """Use ``count`` intra-op threads in the ONNX Runtime sessions this process creates from now
+    on (0: ONNX Runtime's default, one per core). Several server processes on one host share its
+    cores better with fewer each (``TOOLSIFT_EMBEDDING_THREADS``)."""
+    if count > 0:
+        PROCESS_THREADS["intra_op"] = count
+    else:
+        PROCESS_THREADS.pop("intra_op", None)
+
+
 class OnnxEmbedder:
     """A BERT-style sentence-transformers model (mean pooling) on ONNX Runtime."""
 
     def __init__(self, name: str, model_folder: Path, *, threads: int | None = None) -> None:
+        threads = threads or PROCESS_THREADS.get("intra_op")
         try:
             import onnxruntime
             from tokenizers import Tokenizer

@@ -28,6 +28,7 @@ from pydantic import Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolsift._version import __version__
+from toolsift.embeddings.onnx_runtime import set_threads
 from toolsift.errors import TenantUnauthorized, ToolsiftError
 from toolsift.router import MAX_K, MAX_QUERY_CHARS, Access, Router, SessionPolicy, SessionStore, TagRules, deliver
 from toolsift.router.router import MAX_PINNED
@@ -57,6 +58,7 @@ def serve_index_folder_over_mcp(settings: Settings, tenants: Tenants | None = No
     """The MCP server of ``toolsift mcp``: the index folder the settings name, loaded now and
     followed while the server runs (the same watcher and reload as the HTTP service)."""
     single_threaded_queries()
+    set_threads(settings.embedding_threads)
     state = ServiceState.create(None, settings, tenants)
     state.routers.set(Router.load(settings.index_path, ranking=settings.ranking(), backend=settings.backend))
     server = create_mcp_server(
