@@ -335,10 +335,3 @@ def test_the_map_carries_accuracy_and_usage_when_they_exist(tiny_router: object,
         assert after["send_email"][5] == 1 and all(
             -1.0 <= row[1] <= 1.0 and -1.0 <= row[2] <= 1.0 for row in after.values()
         )
-
-
-def test_the_tool_page_shows_every_output_format() -> None:
-    from toolsift.curation.views import FORMATS
-    from toolsift.router import OUTPUT_FORMATS
-
-    assert set(FORMATS) == set(OUTPUT_FORMATS)

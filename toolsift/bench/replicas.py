@@ -10,6 +10,7 @@ previous, as one process gives). The host's cores are shared out between the rep
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -94,8 +95,6 @@ def session_load(urls: Sequence[str], queries: Sequence[str], clients: int, tag:
 
 
 def run_replicas(size: int, requests: int, clients: int, echo: Callable[[str], None]) -> dict[str, Any]:
-    import os
-
     from toolsift.bench.synthetic import synthetic_catalog, synthetic_queries
     from toolsift.embeddings import get_embedder
     from toolsift.router import Router

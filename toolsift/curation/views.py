@@ -17,11 +17,10 @@ import numpy as np
 import orjson
 
 from toolsift.curation.lint import LintReport
-from toolsift.router import OutputFormat, Router, format_tool
+from toolsift.router import OUTPUT_FORMATS, Router, format_tool
 from toolsift.types import IdArray
 
 NEIGHBOURS = 5
-FORMATS: tuple[OutputFormat, ...] = ("toolsift", "openai", "responses", "anthropic", "mcp")
 
 
 def tool_page(
@@ -35,7 +34,7 @@ def tool_page(
     """Everything the page shows about the tool ``name`` (a catalog name, visible in ``scope``)."""
     tool = router.catalog.get(name)
     assert tool is not None
-    formats = {fmt: format_tool(tool, fmt) for fmt in FORMATS}
+    formats = {fmt: format_tool(tool, fmt) for fmt in OUTPUT_FORMATS}
     return {
         "name": tool.name,
         "tags": list(tool.tags),

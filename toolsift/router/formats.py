@@ -11,7 +11,7 @@ from toolsift.catalog.names import wire_name
 OutputFormat = Literal["toolsift", "openai", "responses", "anthropic", "mcp"]
 """``openai``: Chat Completions (``{"type": "function", "function": {...}}``); ``responses``: the
 OpenAI Responses API's flat function tool (``{"type": "function", "name", ...}``)."""
-OUTPUT_FORMATS: tuple[str, ...] = get_args(OutputFormat)
+OUTPUT_FORMATS: tuple[OutputFormat, ...] = get_args(OutputFormat)
 
 _EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
