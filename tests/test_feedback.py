@@ -266,6 +266,10 @@ def test_feedback_survives_a_restart_and_reaches_every_worker(tmp_path: Path, ti
     try:
         assert every_worker_learned(url)
         assert httpx.get(url + "/admin/feedback", headers=ADMIN).json()["retained"] == 24
+        assert httpx.delete(url + "/admin/feedback", headers=ADMIN).json() == {"forgotten": 24}
+        body = {"query": queries[0], "k": 3}
+        firsts = {httpx.post(url + "/route", json=body).json()["matches"][0]["name"] for _ in range(16)}
+        assert "send_email" not in firsts  # the reset reached both workers (through the log)
     finally:
         process.terminate()
         process.wait(timeout=60)
@@ -400,3 +404,30 @@ def test_a_tool_with_many_requests_is_ranked_on_a_bounded_summary(tiny_router: R
     once, again = summarise(vectors), summarise(vectors)
     assert np.array_equal(once, again) and np.allclose(np.linalg.norm(once, axis=1), 1.0, atol=1e-5)
     assert summarise(vectors[:5]) is not None and len(summarise(vectors[:5])) == 5  # few: kept as they are
+
+
+@pytest.mark.parametrize("delivery", ["subset", "allowed_tools", "tool_reference", "tool_search_output"])
+@pytest.mark.parametrize("session", [False, True], ids=["no-session", "session"])
+def test_learned_tools_still_obey_the_requests_rules(tiny_router: Router, delivery: str, session: bool) -> None:
+    """Feedback lifts send_email and delete_file for a request; a request whose rules forbid them
+    (tags, access) never gets them back, in any delivery mode, with or without a session."""
+    tiny_router.learn([Feedback(ODD_REQUEST, "send_email"), Feedback(ODD_REQUEST + " now", "delete_file")])
+    with TestClient(create_app(tiny_router)) as client:
+        forbidding = [
+            ({"tags": {"exclude": ["email"]}}, ["send_email"]),
+            ({"tags": ["weather", "calendar"]}, ["send_email", "delete_file"]),
+            ({"access": "non_destructive"}, ["delete_file"]),
+        ]
+        for rules, forbidden in forbidding:
+            body: dict[str, object] = {"query": ODD_REQUEST, "k": 3, "delivery": delivery, **rules}
+            body["format"] = "openai" if delivery == "allowed_tools" else "anthropic"
+            if delivery == "tool_search_output":
+                body["format"], body["call_id"] = "responses", "call_1"
+            if session:
+                body["session_id"] = f"s-{delivery}"
+            answer = client.post("/route", json=body)
+            assert answer.status_code == 200, answer.text
+            reply = answer.json()
+            delivered = json.dumps([reply["tools"], reply["matches"], reply.get("content"), reply.get("output_item")])
+            assert not [name for name in forbidden if name in delivered], (rules, delivery, delivered)
+        assert routed(client, ODD_REQUEST)[0] == "send_email"  # without the rules, the feedback shows

@@ -97,7 +97,7 @@ class ServiceState:
     @classmethod
     def create(cls, router: Router | None, settings: Settings, tenants: Tenants | None) -> ServiceState:
         sessions = SessionStore(settings.session_cap, settings.max_sessions, settings.session_ttl)
-        usage = UsageFeed()
+        usage = UsageFeed(router.usage if router is not None else None)  # what it learned in-process stays
         state = cls(settings, tenants, router, RouterHolder(router, usage.book), sessions, usage)
         if settings.redis_url:
             state.replicas = Replicas(settings.redis_url, settings.redis_prefix, state.metrics.shared_store_errors.inc)
