@@ -413,7 +413,7 @@ def test_learned_tools_still_obey_the_requests_rules(tiny_router: Router, delive
     (tags, access) never gets them back, in any delivery mode, with or without a session."""
     tiny_router.learn([Feedback(ODD_REQUEST, "send_email"), Feedback(ODD_REQUEST + " now", "delete_file")])
     with TestClient(create_app(tiny_router)) as client:
-        forbidding = [
+        forbidding: list[tuple[dict[str, object], list[str]]] = [
             ({"tags": {"exclude": ["email"]}}, ["send_email"]),
             ({"tags": ["weather", "calendar"]}, ["send_email", "delete_file"]),
             ({"access": "non_destructive"}, ["delete_file"]),
