@@ -48,13 +48,25 @@ def test_onnx_agrees_with_torch_on_every_shared_dataset(folder: Path) -> None:
 
 def test_the_exported_model_is_content_addressed_and_reused() -> None:
     get_embedder()  # exported (or found) once for this test session's cache
-    files = sorted(model_cache_dir().glob(f"{DEFAULT_MODEL}-*-r{RECIPE}.onnx"))
-    assert len(files) == 1 and len(files[0].name.split("-")[-2]) == 16  # <model>-<16 hex of the weights>-r<recipe>
-    before = files[0].stat().st_mtime_ns
+    graphs = sorted(model_cache_dir().glob(f"{DEFAULT_MODEL}-*-r{RECIPE}/model.onnx"))
+    assert len(graphs) == 1 and len(graphs[0].parent.name.split("-")[-2]) == 16  # <model>-<16 hex>-r<recipe>
+    weights = graphs[0].with_name("model.onnx.data")  # mapped into memory, not copied into the process
+    assert weights.stat().st_size > 80e6 > 1e6 > graphs[0].stat().st_size
+    assert all(path.stat().st_mode & 0o044 == 0o044 for path in (graphs[0], weights))  # a shared cache works
+    before = graphs[0].stat().st_mtime_ns
     from toolsift.embeddings.sentence_transformer import packaged_model_path
 
     OnnxEmbedder(DEFAULT_MODEL, packaged_model_path(DEFAULT_MODEL))  # a second load: no new export
-    assert files[0].stat().st_mtime_ns == before and not list(model_cache_dir().glob(".*"))
+    assert graphs[0].stat().st_mtime_ns == before and not list(model_cache_dir().glob(".*"))
+
+
+def test_the_weights_are_mapped_not_copied() -> None:
+    """The server's memory holds the weights' pages it reads, as file pages other processes
+    share, rather than a private copy of all 90 MB."""
+    embedder = get_embedder()
+    embedder.embed_queries(["warm up the mapping"])
+    mapped = [line for line in Path("/proc/self/maps").read_text().splitlines() if line.endswith("model.onnx.data")]
+    assert mapped, "model.onnx.data is not mapped into the process"
 
 
 _SERVE_WITHOUT_TORCH = """
@@ -110,7 +122,8 @@ def test_int8_is_an_opt_in_model_of_its_own(tmp_path: Path) -> None:
     assert embedder_for("auto", catalog).name == DEFAULT_MODEL  # never chosen unless asked for
     int8 = get_embedder(INT8_MODEL)
     assert isinstance(int8, OnnxEmbedder) and int8.name == INT8_MODEL and int8.dimension == 384
-    assert sorted(path.name.endswith("-int8.onnx") for path in model_cache_dir().glob("*.onnx")) == [False, True]
+    folders = [graph.parent.name for graph in model_cache_dir().glob("*/model.onnx")]
+    assert sorted(name.endswith("-int8") for name in folders) == [False, True]
     texts = [compose_tool_text(tool) for tool in catalog][:64]
     cosines = np.sum(int8.embed_documents(texts) * get_embedder().embed_documents(texts), axis=1)
     assert 0.95 <= float(cosines.min()) < 0.9999  # close, but not the same vectors: a model of its own
@@ -129,7 +142,9 @@ def test_the_service_sets_how_many_threads_onnx_runtime_uses() -> None:
     try:
         create_app(settings=Settings(embedding_threads=1))
         embedder = OnnxEmbedder("all-MiniLM-L6-v2", packaged_model_path("all-MiniLM-L6-v2"))
-        assert embedder._session.get_session_options().intra_op_num_threads == 1
+        options = embedder._session.get_session_options()
+        assert options.intra_op_num_threads == 1
+        assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"  # a server's threads sleep
     finally:
         set_threads(0)
     default = OnnxEmbedder("all-MiniLM-L6-v2", packaged_model_path("all-MiniLM-L6-v2"))

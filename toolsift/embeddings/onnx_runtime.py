@@ -2,8 +2,9 @@
 
 The model is exported once from the packaged weights (``toolsift.embeddings.onnx_export``, in a
 child process: only that process imports torch) into a content-addressed cache,
-``~/.cache/toolsift/models/<model>-<sha256 of the weights>-r<recipe>.onnx``
-(``TOOLSIFT_MODEL_CACHE`` moves it). Tokens come from the ``tokenizers`` library with the model's own
+``~/.cache/toolsift/models/<model>-<sha256 of the weights>-r<recipe>/`` (``TOOLSIFT_MODEL_CACHE``
+moves it): the graph, ``model.onnx``, and its weights beside it, which ONNX Runtime maps into
+memory rather than copying. Tokens come from the ``tokenizers`` library with the model's own
 ``tokenizer.json``; mean pooling and L2 normalisation as sentence-transformers does them, so the
 vectors agree with the torch path (cosine >= 0.9999, tested) and existing indexes stay valid.
 """
@@ -22,11 +23,13 @@ from typing import Any
 import numpy as np
 
 from toolsift.embeddings.base import normalise_rows
+from toolsift.embeddings.onnx_export import GRAPH, staging_folder
 from toolsift.errors import EmbedderUnavailable
 from toolsift.types import Matrix
 
-RECIPE = 1
-"""Bumped whenever the export changes, so an old file is never reused."""
+RECIPE = 2
+"""Bumped whenever the export changes, so an old export is never reused (2: weights in a file of
+their own, memory-mapped)."""
 MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length
 BATCH = 64
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -75,58 +78,61 @@ INT8_SUFFIX = "-int8"
 
 
 def onnx_file(name: str, model_folder: Path) -> Path:
-    """The exported model for these weights, exporting it first (in a child process) if needed;
-    for an ``-int8`` name, the quantized variant of that export."""
+    """The exported model (its ``model.onnx``) for these weights, exporting it first (in a child
+    process) if needed; for an ``-int8`` name, the quantized variant of that export."""
     if name.endswith(INT8_SUFFIX):
         return quantized_file(onnx_file(name.removesuffix(INT8_SUFFIX), model_folder))
-    path = model_cache_dir() / f"{name}-{weights_digest(model_folder)}-r{RECIPE}.onnx"
-    if path.is_file():
-        return path
-    command = [sys.executable, "-m", "toolsift.embeddings.onnx_export", str(model_folder), str(path)]
+    folder = model_cache_dir() / f"{name}-{weights_digest(model_folder)}-r{RECIPE}"
+    if (folder / GRAPH).is_file():
+        return folder / GRAPH
+    command = [sys.executable, "-m", "toolsift.embeddings.onnx_export", str(model_folder), str(folder)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0 or not path.is_file():
+    if done.returncode != 0 or not (folder / GRAPH).is_file():
         raise EmbedderUnavailable(
             name,
             f"exporting it to ONNX failed: {done.stderr.strip()[-500:] or 'no output'}",
             "Check that torch==2.13.0 and transformers are installed for the one-time export "
-            f"(or copy an exported file to {path})",
+            f"(or copy an exported model folder to {folder})",
         )
-    return path
+    return folder / GRAPH
 
 
 def quantized_file(source: Path) -> Path:
-    """``source`` with its MatMul weights quantized to int8 per channel, beside it (made once)."""
-    path = source.with_name(source.stem + INT8_SUFFIX + ".onnx")
-    if path.is_file():
-        return path
+    """The model at ``source`` with its MatMul weights quantized to int8 per channel, in a folder
+    beside its own (made once)."""
+    folder = source.parent.with_name(source.parent.name + INT8_SUFFIX)
+    if (folder / GRAPH).is_file():
+        return folder / GRAPH
     import logging
 
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     logging.getLogger().setLevel(max(logging.getLogger().level, logging.ERROR))  # its pre-processing advice
-    temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    try:
+    with staging_folder(folder) as staged:
         quantize_dynamic(
-            source, temporary, weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"]
-        )
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
+            source, staged / GRAPH, weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"],
+            use_external_data_format=True,
+        )  # fmt: skip
+    return folder / GRAPH
 
 
 PROCESS_THREADS: dict[str, int] = {}
-"""Threads ONNX Runtime sessions created from now on in this process use (``set_threads``)."""
+"""How ONNX Runtime sessions created from now on in this process run (``set_threads``)."""
 
 
-def set_threads(count: int) -> None:
+def set_threads(count: int, *, spinning: bool = True) -> None:
     """Use ``count`` intra-op threads in the ONNX Runtime sessions this process creates from now
     on (0: ONNX Runtime's default, one per core). Several server processes on one host share its
-    cores better with fewer each (``TOOLSIFT_EMBEDDING_THREADS``)."""
+    cores better with fewer each (``TOOLSIFT_EMBEDDING_THREADS``).
+
+    ``spinning=False``: the threads sleep between runs instead of spinning for more work. A
+    server passes it: between batches its threads would spin on the cores its request threads
+    need (16 concurrent clients: server CPU per request 7.9 -> 6.2 ms, benchmarks/DECISIONS.md)."""
+    PROCESS_THREADS.clear()
     if count > 0:
         PROCESS_THREADS["intra_op"] = count
-    else:
-        PROCESS_THREADS.pop("intra_op", None)
+    if not spinning:
+        PROCESS_THREADS["spinning"] = 0
 
 
 class OnnxEmbedder:
@@ -148,6 +154,8 @@ class OnnxEmbedder:
         options = onnxruntime.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
+        if PROCESS_THREADS.get("spinning", 1) == 0:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         path = onnx_file(name, model_folder)
         self._session: Any = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self._dimension = int(self._session.get_outputs()[0].shape[-1])

@@ -28,7 +28,7 @@ def create_app(
     """
     single_threaded_queries()
     settings = settings or Settings.from_env()
-    set_threads(settings.embedding_threads)
+    set_threads(settings.embedding_threads, spinning=False)
     if tenants is None and settings.tenants is not None:
         tenants = load_tenants(settings.tenants)
     state = ServiceState.create(router, settings, tenants)

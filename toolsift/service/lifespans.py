@@ -17,7 +17,6 @@ from fastapi import FastAPI
 
 from toolsift.catalog import load_catalog
 from toolsift.index.feedback_log import feedback_log_path
-from toolsift.mcp import LiveCatalog, load_sources, router_builder
 from toolsift.router import Router
 from toolsift.service.catalog_updates import (
     follow_announcements,
@@ -71,6 +70,8 @@ async def serve_index_folder(state: ServiceState) -> AsyncIterator[None]:
 
 @asynccontextmanager
 async def serve_mcp_servers(state: ServiceState) -> AsyncIterator[None]:
+    from toolsift.mcp import LiveCatalog, load_sources, router_builder  # the MCP client, only in this mode
+
     settings = state.settings
     assert settings.mcp_servers is not None
     base = load_catalog(settings.catalog_path) if settings.catalog_path else None

@@ -58,7 +58,7 @@ def serve_index_folder_over_mcp(settings: Settings, tenants: Tenants | None = No
     """The MCP server of ``toolsift mcp``: the index folder the settings name, loaded now and
     followed while the server runs (the same watcher and reload as the HTTP service)."""
     single_threaded_queries()
-    set_threads(settings.embedding_threads)
+    set_threads(settings.embedding_threads, spinning=False)
     state = ServiceState.create(None, settings, tenants)
     state.routers.set(Router.load(settings.index_path, ranking=settings.ranking(), backend=settings.backend))
     server = create_mcp_server(

@@ -11,22 +11,24 @@ import logging
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from toolsift.curation import LintReport, lint_catalog
 from toolsift.errors import NotReady
-from toolsift.mcp import LiveCatalog
 from toolsift.router import Router, SessionStore
 from toolsift.router.sessions import Sessions
 from toolsift.router.usage import UsageBook
 from toolsift.service.observability import Metrics
-from toolsift.service.replicas import RedisSessionStore, Replicas
 from toolsift.service.usage_feed import UsageFeed
 from toolsift.settings import Settings
 from toolsift.tenants import Tenants, TenantSpec
 from toolsift.types import IdArray
+
+if TYPE_CHECKING:  # imported when used: a service without MCP sources or Redis never loads their clients
+    from toolsift.mcp import LiveCatalog
+    from toolsift.service.replicas import Replicas
 
 logger = logging.getLogger("toolsift.service")
 
@@ -100,6 +102,8 @@ class ServiceState:
         usage = UsageFeed(router.usage if router is not None else None)  # what it learned in-process stays
         state = cls(settings, tenants, router, RouterHolder(router, usage.book), sessions, usage)
         if settings.redis_url:
+            from toolsift.service.replicas import RedisSessionStore, Replicas
+
             state.replicas = Replicas(settings.redis_url, settings.redis_prefix, state.metrics.shared_store_errors.inc)
             state.sessions = RedisSessionStore(
                 state.replicas, settings.session_cap, settings.max_sessions, settings.session_ttl
