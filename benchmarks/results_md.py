@@ -192,8 +192,11 @@ def backends_section(document: dict[str, Any]) -> str:
             f"Command: `{document['command']}`",
             "",
             "Each backend in its own process (in-process figures and that process's memory), then a real "
-            "`toolsift serve` on it under bounded loopback load of distinct queries (each client its own share), "
-            "and a cold `toolsift route` (median of 3). ONNX vectors agree with torch's (cosine >= 0.9999 on every "
+            "`toolsift serve` on it under bounded loopback load of distinct queries (each client its own share, "
+            "on one keep-alive connection of the standard library's `http.client`, which leaves the 2 cores "
+            "more to the server than httpx did), and a cold `toolsift route` (median of 3). torch is served "
+            "twice: with the same micro-batching as ONNX, and one query per embedding call "
+            "(`TOOLSIFT_QUERY_BATCH=1`), the path the ONNX work was filed against. ONNX vectors agree with torch's (cosine >= 0.9999 on every "
             "shared dataset, `tests/test_onnx.py`), so the ranking and every accuracy figure are unchanged.",
             "",
             backends_table(document),
@@ -313,7 +316,7 @@ def _other_section(path: str) -> str:
     if str(document.get("model", "")).endswith("-int8"):
         fp32 = Path(path).with_name("accuracy-fp32-sample.json")
         return int8_section(document, json.loads(fp32.read_text()))
-    if document.get("schema") == "toolsift-backends/1":
+    if str(document.get("schema")).startswith("toolsift-backends/"):
         return backends_section(document)
     if document.get("schema") == "toolsift-sessions/1":
         return sessions_section(document)

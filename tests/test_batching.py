@@ -80,3 +80,21 @@ def test_the_worker_ends_when_idle_and_starts_again(monkeypatch: pytest.MonkeyPa
         assert time.monotonic() < deadline
         time.sleep(0.02)
     assert batcher.embed_queries(["again"]).shape == (1, 32)
+
+
+def test_the_service_sets_the_largest_batch_one_turns_batching_off() -> None:
+    """TOOLSIFT_QUERY_BATCH: batchers the service creates embed at most that many queries a call."""
+    from toolsift.service import create_app
+    from toolsift.settings import Settings
+
+    try:
+        create_app(settings=Settings(query_batch=1))
+        inner = SlowEmbedder()
+        batcher = MicroBatcher(inner)
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda i: batcher.embed_queries([f"query {i}"]), range(32)))
+        assert inner.calls == [1] * 32  # each request on its own
+    finally:
+        batching_module.set_max_batch(batching_module.DEFAULT_MAX_BATCH)
+    assert MicroBatcher(SlowEmbedder()).max_batch == batching_module.DEFAULT_MAX_BATCH
+    assert Settings.from_env({"TOOLSIFT_QUERY_BATCH": "8"}).query_batch == 8

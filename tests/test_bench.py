@@ -414,7 +414,7 @@ def test_benches_take_no_tool_and_over_long_queries(tmp_path: Path, dataset_with
 
 
 def test_backend_ratios_and_table_by_hand() -> None:
-    from toolsift.bench.backends import backends_table, ratios
+    from toolsift.bench.backends import AS_FILED, backends_table, ratios
 
     def row(embed: float, route: float, build: float, rss: float, per_s: tuple[float, float, float]) -> dict[str, Any]:
         http = [
@@ -425,14 +425,36 @@ def test_backend_ratios_and_table_by_hand() -> None:
                 "server_peak_rss_mib": rss, "cold_route_s": 1.0, "http": http}  # fmt: skip
 
     rows = {"torch": row(10, 20, 200, 600, (50, 90, 100)), "onnx": row(3, 8, 400, 300, (75, 150, 330))}
+    as_filed = row(10, 20, 200, 610, (50, 60, 66))
+    rows[AS_FILED] = {"backend": "torch", "server_peak_rss_mib": 610, "http": as_filed["http"]}
     figures = ratios(rows)
     assert figures == {
         "embed_p50": 0.3, "route_p50": 0.4, "throughput_1_client": 1.5, "throughput_16_clients": 3.3,
-        "server_rss": 0.5, "build_throughput": 2.0, "cold_route_s_onnx": 1.0,
+        "throughput_16_clients_vs_as_filed": 5.0, "server_rss": 0.5, "build_throughput": 2.0,
+        "cold_route_s_onnx": 1.0,
     }  # fmt: skip
     table = backends_table({"backends": rows, "ratios": figures})
     assert "| onnx | 3.00 | 8.00 | 400 | 1.00 | 300 | 75, 10.0/20.0 | 150, 10.0/20.0 | 330, 10.0/20.0 |" in table
-    assert "route p50 0.40× (target ≤ 0.45)" in table and "16-client throughput 3.30×" in table
+    assert f"| {AS_FILED} | (as torch) | (as torch) | (as torch) | (as torch) | 610 | 50, 10.0/20.0 |" in table
+    assert "route p50 0.40× (target ≤ 0.45)" in table
+    assert "16-client throughput 5.00× the torch path as filed" in table and "3.30× torch with the same" in table
+
+
+def test_http_load_counts_every_request_and_fails_on_an_error(tmp_path: Path) -> None:
+    """The load generator of the serving figures, against a real ``toolsift serve``."""
+    from toolsift import Router, load_catalog
+    from toolsift.bench.load import http_load
+    from toolsift.bench.performance import serving
+    from toolsift.embeddings import HashingEmbedder
+    from toolsift.settings import BUNDLED_CATALOG
+
+    folder = Router.build(load_catalog(BUNDLED_CATALOG), HashingEmbedder(64)).save(tmp_path / "index")
+    with serving(folder) as (url, _):
+        figures = http_load(url, [f"convert {i} dollars to euros" for i in range(24)], 4)
+        assert figures["requests"] == 24 and figures["clients"] == 4 and figures["per_s"] > 0
+        assert 0 < figures["p50_ms"] <= figures["p95_ms"]
+        with pytest.raises(RuntimeError, match="/route answered 422"):
+            http_load(url, [""], 1)  # an empty query is refused: the load generator must not count it
 
 
 def test_results_md_compares_int8_with_fp32_on_the_same_sample() -> None:

@@ -42,6 +42,7 @@ def test_settings_turn_splitting_off_and_reject_a_bad_value() -> None:
         ("TOOLSIFT_LOG_FORMAT", "xml", "json or text"),
         ("TOOLSIFT_RELOAD_INTERVAL", "soon", "seconds"),
         ("TOOLSIFT_EMBEDDING_BACKEND", "tensorflow", "onnx or torch"),
+        ("TOOLSIFT_QUERY_BATCH", "0", "from 1 (no batching)"),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_the_variable_and_the_fix(variable: str, value: str, expected: str) -> None:

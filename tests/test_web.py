@@ -144,6 +144,38 @@ def test_page_with_a_tenant_key_shows_only_that_tenants_tools(bundled_index: Pat
         process.wait(timeout=30)
 
 
+def test_the_lint_report_is_made_once_asked_for_then_ahead_of_each_publish(tiny_router: Any, tmp_path: Path) -> None:
+    """A server that only routes never computes a lint report (nor loads the token counter);
+    once a curation view has asked, each newly published catalog's report is made ahead."""
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from toolsift.service import create_app
+    from toolsift.settings import Settings
+
+    folder = tiny_router.save(tmp_path / "index")
+    admin = {"Authorization": "Bearer admin-token-0123456789"}
+    settings = Settings(index_path=folder, admin_token="admin-token-0123456789", reload_interval=0)
+    tool = {"name": "translate_text", "description": "Translate text into another language."}
+    app = create_app(settings=settings)
+    state = app.state.service
+    with TestClient(app) as client:
+        assert client.post("/route", json={"query": "send an email"}).status_code == 200
+        assert client.post("/admin/tools", json={"tools": [tool]}, headers=admin).status_code == 200
+        time.sleep(0.3)
+        assert state.lint_reports == {}  # routing and publishing made none
+        assert client.get("/lint").json()["tools"] == 9  # asked for: made now
+        again = {**tool, "name": "translate_document"}
+        assert client.post("/admin/tools", json={"tools": [again]}, headers=admin).status_code == 200
+        fingerprint = state.routers.get().catalog.fingerprint
+        deadline = time.monotonic() + 30
+        while fingerprint not in state.lint_reports:  # made in the background, before anyone asks
+            assert time.monotonic() < deadline, "the new catalog's report was not made ahead"
+            time.sleep(0.05)
+        assert state.lint_reports[fingerprint].tools == 10
+
+
 def test_lint_pages_and_filters_findings(tiny_router: object) -> None:
     from fastapi.testclient import TestClient
 

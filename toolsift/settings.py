@@ -43,6 +43,8 @@ class Settings:
     """onnx (default: ONNX Runtime, no torch when serving) or torch (sentence-transformers)."""
     embedding_threads: int = 0
     """ONNX Runtime threads per process (0: one per core); fewer when several processes share a host."""
+    query_batch: int = 32
+    """Most queries of concurrent requests embedded in one call (1: each request on its own)."""
     cache_dir: Path | None = field(default_factory=_default_cache_dir)
     host: str = "127.0.0.1"
     port: int = 8000
@@ -139,6 +141,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "embedding_backend": (lambda value: value in ("onnx", "torch"), "onnx or torch"),
     "port": (_number_in(0, 65535), "a port number from 0 to 65535"),
     "embedding_threads": (_number_in(0, 1024), "a number of threads from 0 (one per core) to 1024"),
+    "query_batch": (_number_in(1, 1024), "a number of queries from 1 (no batching) to 1024"),
     "lexical_weight": (_number_in(0.0, 10.0), "a number from 0 (dense only) to 10"),
     "intent_min_score": (_number_in(-100.0, 100.0), "a number of standard deviations from -100 to 100"),
     "log_level": (lambda value: value in LOG_LEVELS, "one of " + ", ".join(LOG_LEVELS)),
@@ -182,6 +185,7 @@ _CASTS: dict[str, Callable[[str], Any]] = {
     "cache_dir": _as_path_or_none,
     "port": int,
     "embedding_threads": int,
+    "query_batch": int,
     "lexical_weight": float,
     "split_intents": _as_bool,
     "intent_min_score": float,

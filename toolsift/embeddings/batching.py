@@ -21,10 +21,18 @@ from toolsift.embeddings.base import Embedder, EmbedderWrapper
 from toolsift.types import Matrix
 
 DEFAULT_MAX_BATCH = 32
+PROCESS_MAX_BATCH = {"texts": DEFAULT_MAX_BATCH}
+"""The ``max_batch`` of batchers created from now on in this process (``set_max_batch``)."""
 DEFAULT_WINDOW = 0.0
 """Seconds the worker waits for more requests after the first; 0: only those already waiting."""
 IDLE_EXIT = 2.0
 """Seconds without a request after which the worker thread ends (a new one starts on demand)."""
+
+
+def set_max_batch(texts: int) -> None:
+    """Batchers created from now on embed at most ``texts`` queries in one call (1: each request
+    on its own; ``TOOLSIFT_QUERY_BATCH``)."""
+    PROCESS_MAX_BATCH["texts"] = max(1, texts)
 
 
 @dataclass
@@ -38,9 +46,9 @@ class _Request:
 class MicroBatcher(EmbedderWrapper):
     """``inner``, with ``embed_queries`` calls from concurrent threads embedded together."""
 
-    def __init__(self, inner: Embedder, *, max_batch: int = DEFAULT_MAX_BATCH, window: float = DEFAULT_WINDOW) -> None:
+    def __init__(self, inner: Embedder, *, max_batch: int | None = None, window: float = DEFAULT_WINDOW) -> None:
         super().__init__(inner)
-        self.max_batch = max_batch
+        self.max_batch = max_batch or PROCESS_MAX_BATCH["texts"]
         self.window = window
         self.batches = 0
         self.batched_texts = 0

@@ -150,7 +150,7 @@ class OnnxEmbedder:
         self._name = name
         self._tokenizer: Any = Tokenizer.from_file(str(model_folder / "tokenizer.json"))
         self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._tokenizer.no_padding()  # each batch is padded to its own longest (``_batch``)
         options = onnxruntime.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
@@ -175,23 +175,26 @@ class OnnxEmbedder:
         return self._embed(texts)
 
     def _embed(self, texts: Sequence[str]) -> Matrix:
-        """Batches of similar length (less padding), returned in the order given."""
+        """Tokenised at once, run in batches of equal or near token counts (little padding),
+        returned in the order given."""
         if not texts:
             return np.empty((0, self._dimension), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        encodings = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         vectors = np.empty((len(texts), self._dimension), dtype=np.float32)
         for start in range(0, len(order), BATCH):
             chosen = order[start : start + BATCH]
-            vectors[chosen] = self._batch([texts[i] for i in chosen])
+            vectors[chosen] = self._batch([encodings[i] for i in chosen])
         return vectors
 
-    def _batch(self, texts: list[str]) -> Matrix:
-        encodings = self._tokenizer.encode_batch(texts)
-        feeds = {
-            "input_ids": np.asarray([e.ids for e in encodings], dtype=np.int64),
-            "attention_mask": np.asarray([e.attention_mask for e in encodings], dtype=np.int64),
-            "token_type_ids": np.asarray([e.type_ids for e in encodings], dtype=np.int64),
-        }
+    def _batch(self, encodings: list[Any]) -> Matrix:
+        width = max(len(encoding.ids) for encoding in encodings)
+        feeds = {name: np.zeros((len(encodings), width), dtype=np.int64) for name in INPUTS}
+        for row, encoding in enumerate(encodings):  # padded on the right, as the tokenizer pads
+            size = len(encoding.ids)
+            feeds["input_ids"][row, :size] = encoding.ids
+            feeds["attention_mask"][row, :size] = encoding.attention_mask
+            feeds["token_type_ids"][row, :size] = encoding.type_ids
         hidden = self._session.run(None, feeds)[0]
         mask = feeds["attention_mask"][..., None].astype(np.float32)
         pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)

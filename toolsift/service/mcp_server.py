@@ -28,6 +28,7 @@ from pydantic import Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolsift._version import __version__
+from toolsift.embeddings.batching import set_max_batch
 from toolsift.embeddings.onnx_runtime import set_threads
 from toolsift.errors import TenantUnauthorized, ToolsiftError
 from toolsift.router import MAX_K, MAX_QUERY_CHARS, Access, Router, SessionPolicy, SessionStore, TagRules, deliver
@@ -59,6 +60,7 @@ def serve_index_folder_over_mcp(settings: Settings, tenants: Tenants | None = No
     followed while the server runs (the same watcher and reload as the HTTP service)."""
     single_threaded_queries()
     set_threads(settings.embedding_threads, spinning=False)
+    set_max_batch(settings.query_batch)
     state = ServiceState.create(None, settings, tenants)
     state.routers.set(Router.load(settings.index_path, ranking=settings.ranking(), backend=settings.backend))
     server = create_mcp_server(

@@ -87,6 +87,8 @@ class ServiceState:
     """One check of the index folder at a time (the watcher's, or an announcement's)."""
     lint_reports: dict[str, LintReport] = field(default_factory=dict)
     """The lint report of the serving catalog, by catalog fingerprint (one kept)."""
+    lint_asked: bool = False
+    """Whether a curation view has asked for a lint report (from then on each is made ahead)."""
     deferred_payloads: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     catalog_maps: dict[tuple[str, str, int], bytes] = field(default_factory=dict)
     """GET /catalog/map bodies by (catalog fingerprint, tenant, feedback version); one kept."""
@@ -125,6 +127,7 @@ class ServiceState:
 
     def lint_report(self) -> LintReport:
         """The serving catalog's lint report, computed once per catalog (one kept)."""
+        self.lint_asked = True
         current = self.routers.get()
         fingerprint = current.catalog.fingerprint
         with self._lint_lock:
@@ -143,8 +146,12 @@ class ServiceState:
         return [(q.text, q.relevant) for q in load_queries(self.settings.lint_queries, router.catalog) if q.relevant]
 
     def prepare_lint_report(self) -> None:
-        """Compute the report in the background, so the curation page's first view need not wait
-        (a large catalog's confusable-pair check takes seconds)."""
+        """Once a curation view has asked for a report, compute each newly published catalog's in
+        the background, so the views need not wait again (a large catalog's checks take seconds).
+        Until then nothing is computed: a server that only routes never loads the token counter
+        (~40 MiB) nor spends those seconds on every publish."""
+        if not self.lint_asked:
+            return
 
         def compute() -> None:
             try:
