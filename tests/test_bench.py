@@ -438,6 +438,10 @@ def test_backend_ratios_and_table_by_hand() -> None:
     assert f"| {AS_FILED} | (as torch) | (as torch) | (as torch) | (as torch) | 610 | 50, 10.0/20.0 |" in table
     assert "route p50 0.40× (target ≤ 0.45)" in table
     assert "16-client throughput 5.00× the torch path as filed" in table and "3.30× torch with the same" in table
+    e5 = {"batches of up to 32": {"http": rows["onnx"]["http"]}, "one query per call": {"http": as_filed["http"]}}
+    table = backends_table({"backends": rows, "ratios": figures, "e5": e5})
+    assert "| one query per call | 50, 10.0/20.0 | 60, 10.0/20.0 | 66, 10.0/20.0 |" in table
+    assert "16 clients: 5.00× the throughput with micro-batching." in table
 
 
 def test_http_load_counts_every_request_and_fails_on_an_error(tmp_path: Path) -> None:
