@@ -25,6 +25,13 @@ def test_every_command_is_documented(command: str) -> None:
     assert f"toolsift {command}" in README
 
 
+def test_every_setting_is_documented() -> None:
+    import dataclasses
+
+    missing = [f.name for f in dataclasses.fields(Settings) if f"TOOLSIFT_{f.name.upper()}" not in README]
+    assert not missing, f"README's Configuration lacks TOOLSIFT_* for {missing}"
+
+
 def test_every_route_is_documented(tiny_router: Router) -> None:
     every = route_paths(create_app(tiny_router).routes)
     paths = {path for path in every if not path.startswith(("/docs", "/redoc", "/openapi"))}

@@ -43,6 +43,7 @@ def measure_in_process(backend: str, size: int, queries: int) -> dict[str, Any]:
     from toolsift.bench.synthetic import synthetic_catalog, synthetic_queries
     from toolsift.embeddings import get_embedder
     from toolsift.router import Router
+    from toolsift.router.threads import single_threaded_queries
 
     embedder = get_embedder(MODEL, backend=backend)  # type: ignore[arg-type]
     catalog = synthetic_catalog(size)
@@ -51,6 +52,7 @@ def measure_in_process(backend: str, size: int, queries: int) -> dict[str, Any]:
     embed_ms = [timed_ms(partial(embedder.embed_queries, [text])) for text in asked[10 : 10 + queries]]
     builds = [Router.build(catalog, embedder) for _ in range(BUILDS)]
     router = builds[-1]
+    single_threaded_queries()  # routes timed as toolsift serve runs them
     route_ms = [timed_ms(partial(router.route, text, 5)) for text in asked[10 + queries :]]
     return {
         "embed_ms": percentiles(embed_ms),

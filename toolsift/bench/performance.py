@@ -61,11 +61,13 @@ def measure(size: int, queries: int = 200, kind: str = "auto", model: str = "all
     """Every figure for one catalog size, in this process."""
     from toolsift.bench.synthetic import synthetic_catalog, synthetic_queries
     from toolsift.embeddings import embedder_for
+    from toolsift.router.threads import single_threaded_queries
 
     catalog = synthetic_catalog(size)
     embedder = embedder_for(model, catalog)
     asked = synthetic_queries(2 * queries + 10)
     router, row = measure_build(catalog, embedder, kind)
+    single_threaded_queries()  # routes timed as toolsift serve runs them (after the build, which may use every core)
     row.update(measure_routing(router, asked[:10], asked[10 : 10 + queries]))
     row.update(measure_multi_step(router, queries // 2))
     row.update(measure_index_search(router, asked[10 : 10 + queries]))
