@@ -32,6 +32,8 @@ RECIPE = 2
 their own, memory-mapped)."""
 MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length
 BATCH = 64
+CHUNK = 64 * BATCH
+"""Texts tokenised at once (and sorted by length): a 100,000-tool build never holds them all."""
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
@@ -116,7 +118,7 @@ def quantized_file(source: Path) -> Path:
     return folder / GRAPH
 
 
-PROCESS_THREADS: dict[str, int] = {}
+SESSION_SETTINGS: dict[str, int] = {}
 """How ONNX Runtime sessions created from now on in this process run (``set_threads``)."""
 
 
@@ -128,18 +130,18 @@ def set_threads(count: int, *, spinning: bool = True) -> None:
     ``spinning=False``: the threads sleep between runs instead of spinning for more work. A
     server passes it: between batches its threads would spin on the cores its request threads
     need (16 concurrent clients: server CPU per request 7.9 -> 6.2 ms, benchmarks/DECISIONS.md)."""
-    PROCESS_THREADS.clear()
+    SESSION_SETTINGS.clear()
     if count > 0:
-        PROCESS_THREADS["intra_op"] = count
+        SESSION_SETTINGS["intra_op"] = count
     if not spinning:
-        PROCESS_THREADS["spinning"] = 0
+        SESSION_SETTINGS["spinning"] = 0
 
 
 class OnnxEmbedder:
     """A BERT-style sentence-transformers model (mean pooling) on ONNX Runtime."""
 
     def __init__(self, name: str, model_folder: Path, *, threads: int | None = None) -> None:
-        threads = threads or PROCESS_THREADS.get("intra_op")
+        threads = threads or SESSION_SETTINGS.get("intra_op")
         try:
             import onnxruntime
             from tokenizers import Tokenizer
@@ -154,7 +156,7 @@ class OnnxEmbedder:
         options = onnxruntime.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
-        if PROCESS_THREADS.get("spinning", 1) == 0:
+        if SESSION_SETTINGS.get("spinning", 1) == 0:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         path = onnx_file(name, model_folder)
         self._session: Any = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
@@ -175,16 +177,15 @@ class OnnxEmbedder:
         return self._embed(texts)
 
     def _embed(self, texts: Sequence[str]) -> Matrix:
-        """Tokenised at once, run in batches of equal or near token counts (little padding),
-        returned in the order given."""
-        if not texts:
-            return np.empty((0, self._dimension), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        """Tokenised a chunk at a time, run in batches of equal or near token counts (little
+        padding), returned in the order given."""
         vectors = np.empty((len(texts), self._dimension), dtype=np.float32)
-        for start in range(0, len(order), BATCH):
-            chosen = order[start : start + BATCH]
-            vectors[chosen] = self._batch([encodings[i] for i in chosen])
+        for first in range(0, len(texts), CHUNK):
+            encodings = self._tokenizer.encode_batch(list(texts[first : first + CHUNK]))
+            order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+            for start in range(0, len(order), BATCH):
+                chosen = order[start : start + BATCH]
+                vectors[[first + i for i in chosen]] = self._batch([encodings[i] for i in chosen])
         return vectors
 
     def _batch(self, encodings: list[Any]) -> Matrix:
