@@ -7,6 +7,7 @@ before ranking, never after.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, Literal
 
@@ -73,6 +74,7 @@ class FaissIndex:
     def search(self, query: np.ndarray, k: int, allowed: IdArray | None = None) -> tuple[np.ndarray, IdArray]:
         """Best ``k`` (scores, ids), best first. With ``allowed``, only those ids can come back;
         fewer than ``k`` come back when fewer are allowed."""
+        _apply_search_threads()
         query = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
         total = len(self) if allowed is None else len(allowed)
         k = min(k, total)
@@ -105,3 +107,25 @@ class FaissIndex:
         index.kind = kind
         index._index = loaded
         return index
+
+
+_SEARCH_THREADS: dict[str, int] = {}
+_applied = threading.local()
+
+
+def limit_search_threads(count: int) -> None:
+    """Search with at most ``count`` OpenMP threads, in every thread of this process.
+
+    FAISS's ``omp_set_num_threads`` holds only for the thread that calls it: a server's routes run
+    in worker threads, which would still search on every core. So the limit is recorded here and
+    each thread applies it before its first search."""
+    _SEARCH_THREADS["count"] = count
+    faiss.omp_set_num_threads(count)
+    _applied.count = count
+
+
+def _apply_search_threads() -> None:
+    count = _SEARCH_THREADS.get("count")
+    if count is not None and getattr(_applied, "count", None) != count:
+        faiss.omp_set_num_threads(count)
+        _applied.count = count

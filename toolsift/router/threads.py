@@ -10,15 +10,17 @@ time routes, to measure what is served.
 
 from __future__ import annotations
 
-import faiss
 from threadpoolctl import threadpool_limits
+
+from toolsift.index.faiss_index import limit_search_threads
 
 _limits: object | None = None
 
 
 def single_threaded_queries() -> None:
-    """Limit BLAS (numpy's matrix products) and FAISS's OpenMP to one thread in this process."""
+    """Limit BLAS (numpy's matrix products) and FAISS's OpenMP to one thread in this process (in
+    every thread of it: see ``limit_search_threads``)."""
     global _limits
     if _limits is None:
         _limits = threadpool_limits(1, user_api="blas")
-    faiss.omp_set_num_threads(1)
+    limit_search_threads(1)
