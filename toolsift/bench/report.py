@@ -119,7 +119,9 @@ def performance_tables(perf: dict[str, Any]) -> str:
             )
     lines += [
         "",
-        "Index search alone (query vector given), exact flat vs approximate HNSW on the same vectors:",
+        "Index search alone (query vector given), exact flat vs approximate HNSW on the same vectors, on one "
+        "thread as served (the HNSW here is built on one thread too, as in a server's worker threads; "
+        "`toolsift build` uses every core):",
         "",
         "| tools | flat p50 / p95 ms | HNSW p50 / p95 ms | HNSW build s | HNSW recall@5 vs flat |",
         "|---|---|---|---|---|",
