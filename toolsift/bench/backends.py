@@ -125,11 +125,24 @@ def run_backends(size: int, queries: int, requests: int, echo: Callable[[str], N
                     **measure_serving("torch", folder, requests, query_batch=1, cold_route=False),
                 }
         echo(f"measuring micro-batching with {E5} ...")
-        e5_folder = Router.build(synthetic_catalog(size), get_embedder(E5)).save(Path(temporary) / "e5")
-        e5 = {f"batches of up to {batch}" if batch > 1 else "one query per call": measure_serving(
-            "onnx", e5_folder, requests // 2, query_batch=batch, cold_route=False) for batch in (32, 1)}  # fmt: skip
+        e5 = measure_e5_batching(size, requests // 2, Path(temporary) / "e5")
     return {"schema": "toolsift-backends/2", "model": MODEL, "tools": size, "backends": rows, "ratios": ratios(rows),
             "e5": e5}  # fmt: skip
+
+
+def measure_e5_batching(size: int, requests: int, folder: Path) -> dict[str, Any]:
+    """multilingual-e5-small served with micro-batching and one query per call."""
+    from toolsift.bench.synthetic import synthetic_catalog
+    from toolsift.embeddings import get_embedder
+    from toolsift.router import Router
+
+    Router.build(synthetic_catalog(size), get_embedder(E5)).save(folder)
+    return {
+        f"batches of up to {batch}" if batch > 1 else "one query per call": measure_serving(
+            "onnx", folder, requests, query_batch=batch, cold_route=False
+        )
+        for batch in (32, 1)
+    }
 
 
 def ratios(rows: dict[str, Any]) -> dict[str, float]:
