@@ -21,7 +21,7 @@ from toolsift.embeddings.base import Embedder, EmbedderWrapper
 from toolsift.types import Matrix
 
 DEFAULT_MAX_BATCH = 32
-PROCESS_MAX_BATCH = {"texts": DEFAULT_MAX_BATCH}
+_max_batch = DEFAULT_MAX_BATCH
 """The ``max_batch`` of batchers created from now on in this process (``set_max_batch``)."""
 DEFAULT_WINDOW = 0.0
 """Seconds the worker waits for more requests after the first; 0: only those already waiting."""
@@ -32,7 +32,8 @@ IDLE_EXIT = 2.0
 def set_max_batch(texts: int) -> None:
     """Batchers created from now on embed at most ``texts`` queries in one call (1: each request
     on its own; ``TOOLSIFT_QUERY_BATCH``)."""
-    PROCESS_MAX_BATCH["texts"] = max(1, texts)
+    global _max_batch
+    _max_batch = max(1, texts)
 
 
 @dataclass
@@ -48,7 +49,7 @@ class MicroBatcher(EmbedderWrapper):
 
     def __init__(self, inner: Embedder, *, max_batch: int | None = None, window: float = DEFAULT_WINDOW) -> None:
         super().__init__(inner)
-        self.max_batch = max_batch or PROCESS_MAX_BATCH["texts"]
+        self.max_batch = max_batch or _max_batch
         self.window = window
         self.batches = 0
         self.batched_texts = 0

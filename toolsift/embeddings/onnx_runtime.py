@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -118,8 +119,18 @@ def quantized_file(source: Path) -> Path:
     return folder / GRAPH
 
 
-SESSION_SETTINGS: dict[str, int] = {}
-"""How ONNX Runtime sessions created from now on in this process run (``set_threads``)."""
+@dataclass(frozen=True)
+class SessionSettings:
+    """How the ONNX Runtime sessions this process creates run (``set_threads``)."""
+
+    threads: int = 0
+    """Intra-op threads; 0: ONNX Runtime's default, one per core."""
+    spinning: bool = True
+    """Whether those threads spin for more work after a run instead of sleeping."""
+
+
+_session_settings = SessionSettings()
+"""What sessions created from now on use."""
 
 
 def set_threads(count: int, *, spinning: bool = True) -> None:
@@ -130,18 +141,16 @@ def set_threads(count: int, *, spinning: bool = True) -> None:
     ``spinning=False``: the threads sleep between runs instead of spinning for more work. A
     server passes it: between batches its threads would spin on the cores its request threads
     need (16 concurrent clients: server CPU per request 7.9 -> 6.2 ms, benchmarks/DECISIONS.md)."""
-    SESSION_SETTINGS.clear()
-    if count > 0:
-        SESSION_SETTINGS["intra_op"] = count
-    if not spinning:
-        SESSION_SETTINGS["spinning"] = 0
+    global _session_settings
+    _session_settings = SessionSettings(max(0, count), spinning)
 
 
 class OnnxEmbedder:
     """A BERT-style sentence-transformers model (mean pooling) on ONNX Runtime."""
 
     def __init__(self, name: str, model_folder: Path, *, threads: int | None = None) -> None:
-        threads = threads or SESSION_SETTINGS.get("intra_op")
+        settings = _session_settings
+        threads = threads or settings.threads
         try:
             import onnxruntime
             from tokenizers import Tokenizer
@@ -156,7 +165,7 @@ class OnnxEmbedder:
         options = onnxruntime.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
-        if SESSION_SETTINGS.get("spinning", 1) == 0:
+        if not settings.spinning:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         path = onnx_file(name, model_folder)
         self._session: Any = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

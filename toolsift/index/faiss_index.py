@@ -109,7 +109,8 @@ class FaissIndex:
         return index
 
 
-_SEARCH_THREADS: dict[str, int] = {}
+_search_threads: int | None = None
+"""The process's limit on OpenMP threads per search (``limit_search_threads``); None: FAISS's own."""
 _applied = threading.local()
 
 
@@ -119,13 +120,12 @@ def limit_search_threads(count: int) -> None:
     FAISS's ``omp_set_num_threads`` holds only for the thread that calls it: a server's routes run
     in worker threads, which would still search on every core. So the limit is recorded here and
     each thread applies it before its first search."""
-    _SEARCH_THREADS["count"] = count
-    faiss.omp_set_num_threads(count)
-    _applied.count = count
+    global _search_threads
+    _search_threads = count
+    _apply_search_threads()
 
 
 def _apply_search_threads() -> None:
-    count = _SEARCH_THREADS.get("count")
-    if count is not None and getattr(_applied, "count", None) != count:
-        faiss.omp_set_num_threads(count)
-        _applied.count = count
+    if _search_threads is not None and getattr(_applied, "count", None) != _search_threads:
+        faiss.omp_set_num_threads(_search_threads)
+        _applied.count = _search_threads

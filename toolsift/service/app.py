@@ -5,10 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from toolsift._version import __version__
-from toolsift.embeddings.batching import set_max_batch
-from toolsift.embeddings.onnx_runtime import set_threads
 from toolsift.router import Router
-from toolsift.router.threads import single_threaded_queries
 from toolsift.service.lifespans import lifespan_for
 from toolsift.service.observability import ObservabilityMiddleware
 from toolsift.service.responses import JSONBytes, install_error_handlers
@@ -27,10 +24,7 @@ def create_app(
     ``create_app(settings=...)`` loads the index folder (or the MCP servers) the settings name
     when the app starts. Without settings they are read from the environment (``TOOLSIFT_*``).
     """
-    single_threaded_queries()
     settings = settings or Settings.from_env()
-    set_threads(settings.embedding_threads, spinning=False)
-    set_max_batch(settings.query_batch)
     if tenants is None and settings.tenants is not None:
         tenants = load_tenants(settings.tenants)
     state = ServiceState.create(router, settings, tenants)

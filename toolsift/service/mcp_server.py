@@ -28,13 +28,10 @@ from pydantic import Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolsift._version import __version__
-from toolsift.embeddings.batching import set_max_batch
-from toolsift.embeddings.onnx_runtime import set_threads
 from toolsift.errors import TenantUnauthorized, ToolsiftError
 from toolsift.router import MAX_K, MAX_QUERY_CHARS, Access, Router, SessionPolicy, SessionStore, TagRules, deliver
 from toolsift.router.router import MAX_PINNED
 from toolsift.router.sessions import Sessions
-from toolsift.router.threads import single_threaded_queries
 from toolsift.service.dependencies import bearer_token
 from toolsift.service.lifespans import serve_index_folder
 from toolsift.service.schemas import SESSION_ID_PATTERN, route_body
@@ -58,9 +55,6 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 def serve_index_folder_over_mcp(settings: Settings, tenants: Tenants | None = None) -> tuple[MCPServer, ServiceState]:
     """The MCP server of ``toolsift mcp``: the index folder the settings name, loaded now and
     followed while the server runs (the same watcher and reload as the HTTP service)."""
-    single_threaded_queries()
-    set_threads(settings.embedding_threads, spinning=False)
-    set_max_batch(settings.query_batch)
     state = ServiceState.create(None, settings, tenants)
     state.routers.set(Router.load(settings.index_path, ranking=settings.ranking(), backend=settings.backend))
     server = create_mcp_server(

@@ -16,9 +16,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from toolsift.curation import LintReport, lint_catalog
+from toolsift.embeddings.batching import set_max_batch
+from toolsift.embeddings.onnx_runtime import set_threads
 from toolsift.errors import NotReady
 from toolsift.router import Router, SessionStore
 from toolsift.router.sessions import Sessions
+from toolsift.router.threads import single_threaded_queries
 from toolsift.router.usage import UsageBook
 from toolsift.service.observability import Metrics
 from toolsift.service.usage_feed import UsageFeed
@@ -100,6 +103,8 @@ class ServiceState:
 
     @classmethod
     def create(cls, router: Router | None, settings: Settings, tenants: Tenants | None) -> ServiceState:
+        """The state of a serving process (HTTP or MCP); tunes the process for serving first."""
+        tune_for_serving(settings)
         sessions = SessionStore(settings.session_cap, settings.max_sessions, settings.session_ttl)
         usage = UsageFeed(router.usage if router is not None else None)  # what it learned in-process stays
         state = cls(settings, tenants, router, RouterHolder(router, usage.book), sessions, usage)
@@ -172,3 +177,13 @@ class ServiceState:
         path = self.settings.index_path
         manifest = path / "manifest.json"
         return os.path.realpath(path), manifest.stat().st_mtime if manifest.exists() else 0.0
+
+
+def tune_for_serving(settings: Settings) -> None:
+    """How a serving process runs each request's work, set before its router is loaded: per-query
+    linear algebra on one thread (``single_threaded_queries``), ONNX Runtime with
+    ``TOOLSIFT_EMBEDDING_THREADS`` threads that sleep between runs, and micro-batches of at most
+    ``TOOLSIFT_QUERY_BATCH`` queries."""
+    single_threaded_queries()
+    set_threads(settings.embedding_threads, spinning=False)
+    set_max_batch(settings.query_batch)
