@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from toolsift import Router, TagRules
 from toolsift.errors import InvalidQuery, UnknownTool
-from toolsift.router import deliver
+from toolsift.router import RouteQuery, deliver
 from toolsift.service.schemas import route_body
 
 
@@ -37,8 +37,10 @@ def test_unknown_pinned_tool_is_a_clear_error(tiny_router: Router) -> None:
 def test_allowed_tools_needs_openai_and_a_small_superset(tiny_router: Router) -> None:
     result = tiny_router.route("weather", 2)
     with pytest.raises(InvalidQuery, match="format=openai"):
-        deliver(tiny_router, result, delivery="allowed_tools")
-    body = route_body(deliver(tiny_router, result, output_format="openai", delivery="allowed_tools"))
+        deliver(tiny_router, result, RouteQuery("weather", 2, delivery="allowed_tools"))
+    body = route_body(
+        deliver(tiny_router, result, RouteQuery("weather", 2, output_format="openai", delivery="allowed_tools"))
+    )
     assert [t["function"]["name"] for t in body["tools"]] == sorted(tiny_router.catalog.names)
     masked = [t["function"]["name"] for t in body["tool_choice"]["allowed_tools"]["tools"]]
     assert masked == sorted(result.names) and body["tool_choice"]["type"] == "allowed_tools"

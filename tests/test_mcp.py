@@ -21,11 +21,12 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from toolsift import Router
+from toolsift.catalog import fingerprint_tools
 from toolsift.embeddings import Embedder
 from toolsift.errors import CatalogError, McpServersFileError
 from toolsift.mcp import LiveCatalog, McpServerSpec, ReloadFailed, parse_sources, router_builder, to_tool
 from toolsift.service import create_app
-from toolsift.service.mcp_server import create_mcp_server
+from toolsift.service.mcp_server import mcp_server_for
 from toolsift.settings import Settings
 
 from conftest import free_port
@@ -269,7 +270,7 @@ def test_service_serves_a_live_catalog_with_admin_reload(
 @pytest.mark.model
 def test_search_tools_over_mcp_in_process(bundled_router: Router) -> None:
     async def scenario() -> None:
-        async with Client(create_mcp_server(lambda: bundled_router)) as client:
+        async with Client(mcp_server_for(bundled_router)) as client:
             listed = await client.list_tools()
             assert sorted(t.name for t in listed.tools) == ["list_tags", "search_tools"]
             query = "Email Sarah the quarterly report"
@@ -348,7 +349,7 @@ def test_toolsift_mcp_follows_a_rebuilt_index_folder(tmp_path: Path, tiny_router
 
 def test_search_tools_validates_like_route_and_takes_pinned_and_min_score(tiny_router: Router) -> None:
     async def scenario() -> None:
-        async with Client(create_mcp_server(lambda: tiny_router)) as client:
+        async with Client(mcp_server_for(tiny_router)) as client:
             bad_id = await client.call_tool("search_tools", {"query": "x", "session_id": "has spaces"})
             assert bad_id.is_error and "session_id" in bad_id.content[0].text  # type: ignore[union-attr]
             too_low = await client.call_tool("search_tools", {"query": "x", "min_score": -1000})
@@ -407,6 +408,8 @@ def test_mcp_over_http_needs_a_key_and_scopes_by_tenant(tmp_path: Path, tiny_rou
                 found = await client.call_tool("search_tools", {"query": "send an email", "k": 8})
                 assert found.structured_content is not None
                 assert {m["name"] for m in found.structured_content["matches"]} == {"get_weather", "get_forecast"}
+                weather = [tool for tool in tiny_router.catalog if "weather" in tool.tags]
+                assert found.structured_content["catalog_fingerprint"] == fingerprint_tools(weather)  # the tenant's
                 tags = await client.call_tool("list_tags", {})
                 assert tags.structured_content == {"tags": {"read": 2, "weather": 2}}
 

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from toolsift import Router, TagRules
 from toolsift.errors import InvalidQuery
-from toolsift.router import SessionStore, deliver
+from toolsift.router import Caller, RouteQuery, SessionStore, answer
 from toolsift.service import create_app
 from toolsift.service.schemas import route_body
 from toolsift.settings import Settings
@@ -81,8 +81,8 @@ def test_a_withheld_tool_comes_back_at_the_end_when_selected_again(tiny_router: 
     sessions = SessionStore()
 
     def turn(query: str, k: int, rules: TagRules) -> list[str]:
-        result = tiny_router.route(query, k, rules)
-        return [t.name for t in deliver(tiny_router, result, rules=rules, session_id="s", sessions=sessions).tools]
+        delivered = answer(tiny_router, RouteQuery(query, k, rules, session_id="s"), sessions=sessions)
+        return [t.name for t in delivered.tools]
 
     everything = turn("delete a file", 8, TagRules())
     safe = turn("weather", 2, TagRules(access="read_only"))
@@ -131,11 +131,9 @@ def test_a_tenants_tag_rule_never_reaches_past_its_tools(tiny_router: Router) ->
 
 def test_library_delivery_filters_the_session_by_scope(tiny_router: Router) -> None:
     sessions = SessionStore()
-    wide = tiny_router.route("weather", 8)
-    deliver(tiny_router, wide, session_id="s", sessions=sessions)
-    scope = tiny_router.scope_for(TagRules(), ["get_weather", "get_forecast"])
-    narrow = tiny_router.route("weather", 2, scope=scope)
-    delivered = deliver(tiny_router, narrow, session_id="s", sessions=sessions, scope=scope)
+    answer(tiny_router, RouteQuery("weather", 8, session_id="s"), sessions=sessions)
+    caller = Caller(tiny_router.scope_for(TagRules(), ["get_weather", "get_forecast"]))
+    delivered = answer(tiny_router, RouteQuery("weather", 2, session_id="s"), caller, sessions)
     assert sorted(t.name for t in delivered.tools) == ["get_forecast", "get_weather"]
     assert delivered.session is not None and len(delivered.session.withheld) == 6
     assert route_body(delivered)["session"]["withheld"] == list(delivered.session.withheld)

@@ -20,7 +20,18 @@ from toolsift.embeddings import embedder_for
 from toolsift.errors import TenantsFileError, ToolsiftError
 from toolsift.feedback_cli import feedback as feedback_commands
 from toolsift.index import INDEX_KINDS, ToolIndex
-from toolsift.router import ACCESS_POLICIES, MAX_K, OUTPUT_FORMATS, Access, Router, TagRules, deliver
+from toolsift.router import (
+    ACCESS_POLICIES,
+    MAX_K,
+    OUTPUT_FORMATS,
+    Access,
+    Caller,
+    OutputFormat,
+    RouteQuery,
+    Router,
+    TagRules,
+    answer,
+)
 from toolsift.router.deferred import DEFERRED_FORMATS, deferred_tools
 from toolsift.router.ranking import DEFAULT_LEXICAL_WEIGHT
 from toolsift.settings import BUNDLED_CATALOG, Settings
@@ -190,22 +201,28 @@ def route(
     min_score: float | None,
     lexical_weight: float | None,
     split_intents: bool | None,
-    output_format: str | None,
+    output_format: OutputFormat | None,
     as_json: bool,
 ) -> None:
     """Print the tools that best fit QUERY."""
     settings = Settings.from_env(None, index_path=index_path, lexical_weight=lexical_weight)
     router = Router.load(settings.index_path, ranking=settings.ranking(), backend=settings.backend)
     rules = TagRules.parse(tags, all_tags, exclude_tags, access=access)
-    result = router.route(query, k, rules, min_score=min_score, pinned=pinned, split_intents=split_intents)
-    if output_format or as_json:
-        payload: Any = result.definitions(output_format or "toolsift")  # type: ignore[arg-type]
-        if as_json:
-            from toolsift.service.schemas import route_body
+    query_ = RouteQuery(
+        query, k, rules, output_format=output_format or "toolsift", min_score=min_score, pinned=pinned,
+        split_intents=split_intents,
+    )  # fmt: skip
+    delivered = answer(router, query_, Caller.anyone(router.catalog))
+    result = delivered.result
+    if as_json:  # the bytes POST /route answers for the same request (indented on a terminal)
+        from toolsift.service.schemas import route_body
 
-            delivered = deliver(router, result, output_format=output_format or "toolsift", rules=rules)  # type: ignore[arg-type]
-            payload = route_body(delivered)
-        sys.stdout.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
+        indent = orjson.OPT_INDENT_2 if sys.stdout.isatty() else 0
+        sys.stdout.write(orjson.dumps(route_body(delivered), option=indent | orjson.OPT_SORT_KEYS).decode() + "\n")
+        return
+    if output_format:
+        definitions = delivered.definitions()
+        sys.stdout.write(orjson.dumps(definitions, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
         return
     if not result.matches:
         click.echo(f"no tool fits (of {result.eligible} eligible)")

@@ -29,11 +29,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from toolsift.catalog import Catalog, fingerprint_tools
+from toolsift.catalog import Catalog
 from toolsift.catalog.loader import read_document
 from toolsift.errors import TenantsFileError, TenantUnauthorized
-from toolsift.router import Access, Router, TagRules
-from toolsift.types import IdArray
+from toolsift.router import Access, Caller, Router, Scope, TagRules
 
 
 class _TagsIn(BaseModel):
@@ -75,8 +74,7 @@ class Tenants:
     specs: list[TenantSpec]
 
     def __post_init__(self) -> None:
-        self._scopes: dict[tuple[str, str], IdArray] = {}
-        self._fingerprints: dict[tuple[str, str], str] = {}
+        self._scopes: dict[tuple[str, str], Scope] = {}
 
     def identify(self, key: str | None) -> TenantSpec:
         """The tenant whose key this is; compares digests in constant time."""
@@ -91,23 +89,19 @@ class Tenants:
             raise TenantUnauthorized()
         return found
 
-    def scope(self, spec: TenantSpec, router: Router) -> IdArray:
-        """The tenant's visible tool ids in this router's catalog (cached per catalog)."""
+    def scope(self, spec: TenantSpec, router: Router) -> Scope:
+        """What the tenant may see of this router's catalog (cached per catalog)."""
         cache_key = (spec.name, router.catalog.fingerprint)
-        if cache_key not in self._scopes:
+        found = self._scopes.get(cache_key)
+        if found is None:
             if len(self._scopes) > 4 * len(self.specs):
                 self._scopes.clear()  # old catalogs
-                self._fingerprints.clear()
-            self._scopes[cache_key] = router.scope_for(spec.rules(), spec.tools)
-        return self._scopes[cache_key]
+            found = self._scopes[cache_key] = router.scope_for(spec.rules(), spec.tools)
+        return found
 
-    def fingerprint(self, spec: TenantSpec, router: Router) -> str:
-        """The fingerprint of the catalog as this tenant sees it (its tools only)."""
-        cache_key = (spec.name, router.catalog.fingerprint)
-        if cache_key not in self._fingerprints:
-            visible = [router.catalog[int(position)] for position in self.scope(spec, router).tolist()]
-            self._fingerprints[cache_key] = fingerprint_tools(visible)
-        return self._fingerprints[cache_key]
+    def caller(self, spec: TenantSpec, router: Router) -> Caller:
+        """The tenant as a caller: its scope, its feedback, its own sessions."""
+        return Caller(self.scope(spec, router), pool=spec.name, namespace=spec.name)
 
     def problems(self, catalog: Catalog) -> list[str]:
         """What in the tenants file this catalog does not have: a tag no tool carries, a tool name

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from toolsift.bench.datasets import Dataset
-from toolsift.router import Router
+from toolsift.router import Router, Scope
 
 THRESHOLDS = (0.0, 2.0, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0)
 
@@ -43,7 +43,7 @@ def run_abstention(
         answerable.append((top, bool(set(query.relevant) & set(result.names))))
         hidden = np.asarray(sorted(dataset.catalog.position(name) for name in query.relevant), dtype=np.int64)
         scope = np.setdiff1d(everything, hidden, assume_unique=True)
-        blind = router.route(query.text, k, scope=scope)
+        blind = router.route(query.text, k, scope=Scope.of(router.catalog, scope))
         no_tool.append(blind.matches[0].score if blind.matches else float("-inf"))
     rows = []
     for threshold in thresholds:

@@ -17,7 +17,7 @@ import numpy as np
 import orjson
 
 from toolsift.curation.lint import LintReport
-from toolsift.router import OUTPUT_FORMATS, Router, format_tool
+from toolsift.router import OUTPUT_FORMATS, Router, Scope, format_tool
 from toolsift.types import IdArray
 
 NEIGHBOURS = 5
@@ -26,7 +26,7 @@ NEIGHBOURS = 5
 def tool_page(
     router: Router,
     name: str,
-    scope: IdArray | None,
+    scope: Scope,
     report: LintReport,
     count_tokens: Callable[[str], int],
     feedback: Sequence[str] = (),
@@ -41,17 +41,18 @@ def tool_page(
         "examples": list(tool.examples),
         "formats": formats,
         "tokens": {fmt: count_tokens(orjson.dumps(definition).decode()) for fmt, definition in formats.items()},
-        "findings": [asdict(f) for f in report.findings if tool.name in f.tools],
+        # none that names a tool the caller cannot see (another tenant's)
+        "findings": [asdict(f) for f in report.findings if tool.name in f.tools and all(map(scope.contains, f.tools))],
         "neighbours": neighbours(router, tool.name, scope),
         "feedback": {"requests": len(feedback), "recent": list(feedback[-5:])},
         "accuracy": (report.per_tool_accuracy or {}).get(tool.name),
     }
 
 
-def neighbours(router: Router, name: str, scope: IdArray | None, count: int = NEIGHBOURS) -> list[dict[str, Any]]:
+def neighbours(router: Router, name: str, scope: Scope, count: int = NEIGHBOURS) -> list[dict[str, Any]]:
     """The tools whose vectors are closest to ``name``'s, within ``scope``."""
     position = router.catalog.position(name)
-    ids = np.arange(len(router.catalog), dtype=np.int64) if scope is None else scope
+    ids = _positions(router, scope)
     ids = ids[ids != position]
     if not len(ids):
         return []
@@ -62,12 +63,12 @@ def neighbours(router: Router, name: str, scope: IdArray | None, count: int = NE
 
 
 def catalog_map(
-    router: Router, scope: IdArray | None, report: LintReport, usage: dict[str, int] | None = None
+    router: Router, scope: Scope, report: LintReport, usage: dict[str, int] | None = None
 ) -> dict[str, Any]:
     """2-D coordinates (PCA of the tool vectors) of the visible tools, each with its token cost,
     its recall over labelled queries (when the report has them, else null) and how many feedback
     requests name it; and the confusable pairs among them."""
-    ids = np.arange(len(router.catalog), dtype=np.int64) if scope is None else scope
+    ids = _positions(router, scope)
     names = [router.catalog[int(i)].name for i in ids]
     points = _projection(router.index.vectors.vectors(ids)) if len(ids) else np.zeros((0, 2))
     visible = set(names)
@@ -103,3 +104,7 @@ def _projection(vectors: np.ndarray) -> np.ndarray:
     spread = np.abs(projected).max(axis=0)
     scaled: np.ndarray = projected / np.where(spread > 0, spread, 1.0)
     return scaled
+
+
+def _positions(router: Router, scope: Scope) -> IdArray:
+    return np.arange(len(router.catalog), dtype=np.int64) if scope.ids is None else scope.ids

@@ -21,24 +21,20 @@ the same bytes in any process.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal, get_args
-
-import numpy as np
+from typing import Any
 
 from toolsift.catalog import Tool, fingerprint_sequence
 from toolsift.catalog.names import wire_name
 from toolsift.errors import InvalidQuery
+from toolsift.router.caller import DELIVERY_MODES, Caller, Delivery, RouteQuery
 from toolsift.router.formats import OutputFormat, format_tool, to_responses
 from toolsift.router.router import Router, RouteResult
 from toolsift.router.rules import TagRules
-from toolsift.router.sessions import SessionPolicy, Sessions, SessionTurn
-from toolsift.types import IdArray
+from toolsift.router.scope import Scope
+from toolsift.router.sessions import Sessions, SessionTurn
 
-Delivery = Literal["subset", "allowed_tools", "tool_reference", "tool_search_output"]
 DEFERRED_DELIVERIES = ("tool_reference", "tool_search_output")
-DELIVERY_MODES: tuple[str, ...] = get_args(Delivery)
 MAX_SUPERSET = 128
 """OpenAI accepts at most 128 tools per request: the most an allowed_tools superset may hold."""
 
@@ -93,21 +89,6 @@ class Delivered:
         return {wire_name(tool.name): tool.name for tool in self.tools if wire_name(tool.name) != tool.name}
 
 
-def _permitted(router: Router, rules: TagRules, scope: IdArray | None) -> Callable[[Tool], bool]:
-    """Whether this request may deliver a tool: its tag and access rules, and the caller's scope."""
-
-    def permitted(tool: Tool) -> bool:
-        if not rules.permits(tool):
-            return False
-        if scope is None:
-            return True
-        position = router.catalog.position(tool.name)
-        found = int(np.searchsorted(scope, position))
-        return found < scope.shape[0] and int(scope[found]) == position
-
-    return permitted
-
-
 def allowed_tools_choice(names: list[str]) -> dict[str, Any]:
     """OpenAI Chat Completions ``tool_choice`` restricting the model to ``names``."""
     return {
@@ -120,11 +101,11 @@ def allowed_tools_choice(names: list[str]) -> dict[str, Any]:
 
 
 def superset_for(
-    router: Router, rules: TagRules, pinned: tuple[Tool, ...], scope: IdArray | None = None
+    router: Router, rules: TagRules, pinned: tuple[Tool, ...], scope: Scope | None = None
 ) -> tuple[Tool, ...]:
     """Every tool the rules allow, plus the pinned ones, by name: a superset that only a catalog
     change alters."""
-    allowed = router.tag_index.allowed(rules, scope)
+    allowed = router.tag_index.allowed(rules, scope.ids if scope is not None else None)
     catalog = router.catalog
     chosen = {tool.name: tool for tool in pinned}
     positions = range(len(catalog)) if allowed is None else allowed.tolist()
@@ -144,46 +125,58 @@ def superset_for(
 def deliver(
     router: Router,
     result: RouteResult,
-    *,
-    output_format: OutputFormat = "toolsift",
-    delivery: Delivery = "subset",
-    rules: TagRules | None = None,
-    session_id: str | None = None,
+    query: RouteQuery | None = None,
+    caller: Caller | None = None,
     sessions: Sessions | None = None,
-    session_policy: SessionPolicy = "all",
-    scope: IdArray | None = None,
-    session_namespace: str = "",
-    call_id: str | None = None,
-    repeat_references: bool = False,
 ) -> Delivered:
-    """What to send for ``result``: the tools array in the requested delivery mode."""
-    if delivery not in DELIVERY_MODES:
-        raise InvalidQuery("delivery", f"must be one of {', '.join(DELIVERY_MODES)}, got {delivery!r}")
-    if delivery == "allowed_tools" and output_format != "openai":
+    """What to send for ``result`` (routed for ``query`` on behalf of ``caller``): the tools array
+    in the requested delivery mode. Every tool it holds is one the query's rules and the caller's
+    scope allow: a session tool they forbid is withheld."""
+    query = query or RouteQuery(result.query, result.k)
+    caller = caller or Caller.anyone(router.catalog)
+    _check(query)
+    selected = result.tools
+    tools: tuple[Tool, ...] = selected
+    turn: SessionTurn | None = None
+    if query.session_id is not None:
+        if sessions is None:
+            raise InvalidQuery("session_id", "sessions are not enabled on this router")
+        rules, scope = query.rules, caller.scope
+
+        def permitted(tool: Tool) -> bool:
+            return rules.permits(tool) and scope.contains(tool)
+
+        turn = sessions.advance(
+            caller.session_key(query.session_id),
+            selected,
+            router.catalog,
+            ranked=result.names,
+            policy=query.session_policy,
+            permitted=permitted,
+        )
+        turn = replace(turn, session_id=query.session_id)
+        tools = turn.tools
+    elif query.delivery == "allowed_tools":
+        tools = superset_for(router, query.rules, result.pinned, caller.scope)
+    names = [wire_name(tool.name) for tool in selected]
+    choice = allowed_tools_choice(names) if query.delivery == "allowed_tools" else None
+    references: tuple[Tool, ...] = ()
+    if query.delivery in DEFERRED_DELIVERIES:
+        new = (
+            set(turn.appended) if turn is not None and not query.repeat_references else None
+        )  # the model holds the rest
+        references = tuple(tool for tool in selected if new is None or tool.name in new)
+    return Delivered(result, tools, query.output_format, query.delivery, turn, choice, references, query.call_id)
+
+
+def _check(query: RouteQuery) -> None:
+    """The delivery options that only make sense together."""
+    if query.delivery not in DELIVERY_MODES:
+        raise InvalidQuery("delivery", f"must be one of {', '.join(DELIVERY_MODES)}, got {query.delivery!r}")
+    if query.delivery == "allowed_tools" and query.output_format != "openai":
         raise InvalidQuery(
             "delivery",
             "allowed_tools is an OpenAI feature; send format=openai with it, or use delivery=subset",
         )
-    if delivery == "tool_search_output" and not call_id:
+    if query.delivery == "tool_search_output" and not query.call_id:
         raise InvalidQuery("call_id", "tool_search_output answers one tool search call: send that call's call_id")
-    selected = result.tools
-    tools: tuple[Tool, ...] = selected
-    turn: SessionTurn | None = None
-    if session_id is not None:
-        if sessions is None:
-            raise InvalidQuery("session_id", "sessions are not enabled on this router")
-        key = f"{session_namespace}\x1f{session_id}" if session_namespace else session_id  # tenants never share
-        permitted = _permitted(router, rules or TagRules(), scope)
-        turn = sessions.advance(
-            key, selected, router.catalog, ranked=result.names, policy=session_policy, permitted=permitted
-        )
-        turn = replace(turn, session_id=session_id)
-        tools = turn.tools
-    elif delivery == "allowed_tools":
-        tools = superset_for(router, rules or TagRules(), result.pinned, scope)
-    choice = allowed_tools_choice([wire_name(tool.name) for tool in selected]) if delivery == "allowed_tools" else None
-    references: tuple[Tool, ...] = ()
-    if delivery in DEFERRED_DELIVERIES:
-        new = set(turn.appended) if turn is not None and not repeat_references else None  # the model holds the rest
-        references = tuple(tool for tool in selected if new is None or tool.name in new)
-    return Delivered(result, tools, output_format, delivery, turn, choice, references, call_id)

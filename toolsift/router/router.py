@@ -27,14 +27,15 @@ from toolsift.embeddings import (
 from toolsift.errors import IndexMismatch, InvalidQuery, UnknownTool
 from toolsift.index import BuildStats, IndexKind, ToolIndex
 from toolsift.index.lexical import LexicalIndex, search_tokens
+from toolsift.router.caller import DEFAULT_K
 from toolsift.router.formats import OutputFormat, format_tool
 from toolsift.router.intents import split_intents
 from toolsift.router.ranking import DenseMoments, Ranked, RankingConfig, rank
 from toolsift.router.rules import TagIndex, TagRules
+from toolsift.router.scope import Scope
 from toolsift.router.usage import ExampleViews, Feedback, UsageBook, catalog_examples, summarise
 from toolsift.types import IdArray, Matrix, Vector
 
-DEFAULT_K = 5
 MAX_K = 256
 MAX_PINNED = 64
 MAX_QUERY_CHARS = 8192
@@ -205,7 +206,7 @@ class Router:
         *,
         min_score: float | None = None,
         pinned: Sequence[str] = (),
-        scope: IdArray | None = None,
+        scope: Scope | None = None,
         split_intents: bool | None = None,
         usage_pool: str | None = "",
     ) -> RouteResult:
@@ -214,8 +215,9 @@ class Router:
         When ``k`` or fewer tools are eligible, all of them come back (ranked). ``min_score``
         drops matches scoring below it, so a query no tool fits can return fewer or none.
         ``pinned`` names tools delivered whatever the query and the rules; they are not ranked
-        and do not take any of the ``k`` places. ``scope`` (sorted ids, e.g. a tenant's visible
-        tools) limits everything, errors included, to those tools. ``split_intents`` overrides
+        and do not take any of the ``k`` places. ``scope`` (what the caller may see, e.g. a
+        tenant's tools) limits everything, errors included, to those tools, and the result's
+        ``catalog_fingerprint`` is the scope's. ``split_intents`` overrides
         the ranking config for this call (route each part of a multi-part request too).
         ``usage_pool``: whose feedback ranks too (a tenant's name; ``""`` without tenants; None:
         the catalog's examples only)."""
@@ -238,7 +240,7 @@ class Router:
         *,
         min_score: float | None = None,
         pinned: Sequence[str] = (),
-        scope: IdArray | None = None,
+        scope: Scope | None = None,
         split_intents: bool | None = None,
         usage_pool: str | None = "",
     ) -> list[RouteResult]:
@@ -248,7 +250,7 @@ class Router:
         _check_k(k)
         rules = rules or TagRules()
         pinned_tools = self.pinned_tools(pinned, scope, rules)
-        allowed = self.tag_index.allowed(rules, scope)
+        allowed = self.tag_index.allowed(rules, scope.ids if scope is not None else None)
         if pinned_tools:
             pinned_ids = np.asarray(sorted(self.catalog.position(t.name) for t in pinned_tools), dtype=np.int64)
             everything = np.arange(len(self.catalog), dtype=np.int64) if allowed is None else allowed
@@ -279,7 +281,7 @@ class Router:
                     k=k,
                     matches=tuple(matches),
                     eligible=eligible,
-                    catalog_fingerprint=self.catalog.fingerprint,
+                    catalog_fingerprint=(scope or Scope.everything(self.catalog)).fingerprint,
                     took_ms=(time.perf_counter() - started) * 1000 / max(1, len(checked)),
                     pinned=pinned_tools,
                 )
@@ -325,16 +327,13 @@ class Router:
         for item in items:
             self.usage.add(item)
 
-    def checked_feedback(self, feedback: Feedback, scope: IdArray | None = None) -> Feedback:
+    def checked_feedback(self, feedback: Feedback, scope: Scope | None = None) -> Feedback:
         """``feedback`` with its query as ``route`` accepts it and its tool by catalog name (a sent
         name works too); a tool unknown, or outside ``scope``, raises ``UnknownTool`` (``tool``)."""
+        scope = scope or Scope.everything(self.catalog)
         name = self.catalog.resolve(feedback.tool)
-        visible = name in self.catalog and (
-            scope is None or bool(np.isin(self.catalog.position(name), scope, assume_unique=True))
-        )
-        if not visible:
-            known = self.catalog.names if scope is None else [self.catalog[int(i)].name for i in scope]
-            raise UnknownTool(feedback.tool, known, field="tool")
+        if not scope.contains(name):
+            raise UnknownTool(feedback.tool, scope.names, field="tool")
         return replace(feedback, query=_check_query(feedback.query), tool=name)
 
     def views(self, pool: str | None) -> ExampleViews | None:
@@ -421,7 +420,7 @@ class Router:
         ]
 
     def pinned_tools(
-        self, names: Sequence[str], scope: IdArray | None = None, rules: TagRules | None = None
+        self, names: Sequence[str], scope: Scope | None = None, rules: TagRules | None = None
     ) -> tuple[Tool, ...]:
         """The catalog's tools for ``names``, once each; a name unknown (or outside ``scope``)
         raises UnknownTool, whose suggestions come from the scope only. A pinned tool that the
@@ -433,13 +432,12 @@ class Router:
             raise InvalidQuery("pinned", f"names {len(names)} tools; the limit is {MAX_PINNED}")
         if not names:
             return ()
-        visible = set(scope.tolist()) if scope is not None else None
+        scope = scope or Scope.everything(self.catalog)
         tools = []
         for name in dict.fromkeys(self.catalog.resolve(name) for name in names):  # a sent (wire) name works too
             tool = self.catalog.get(name)
-            if tool is None or (visible is not None and self.catalog.position(name) not in visible):
-                known = self.catalog.names if visible is None else [self.catalog[i].name for i in sorted(visible)]
-                raise UnknownTool(name, known)
+            if tool is None or not scope.contains(tool):
+                raise UnknownTool(name, scope.names)
             broken = rules.violation(tool) if rules is not None else None
             if broken is not None:
                 raise InvalidQuery(
@@ -449,8 +447,8 @@ class Router:
             tools.append(tool)
         return tuple(tools)
 
-    def scope_for(self, rules: TagRules, names: Sequence[str] = ()) -> IdArray:
-        """Sorted ids of the tools that pass ``rules`` and, when ``names`` is given, are among them.
+    def scope_for(self, rules: TagRules, names: Sequence[str] = ()) -> Scope:
+        """The tools that pass ``rules`` and, when ``names`` is given, are among them.
         Tags and names the catalog lacks simply match nothing (a tenant's view, not a request)."""
         known = TagRules(
             tuple(t for t in rules.any_of if t in self.catalog.tags),
@@ -459,7 +457,7 @@ class Router:
             rules.access,
         )
         if rules.any_of and not known.any_of or any(t not in self.catalog.tags for t in rules.all_of):
-            return np.empty(0, dtype=np.int64)
+            return Scope.of(self.catalog, np.empty(0, dtype=np.int64))
         allowed = self.tag_index.allowed(known)
         ids = np.arange(len(self.catalog), dtype=np.int64) if allowed is None else allowed
         if names:
@@ -467,7 +465,7 @@ class Router:
                 sorted(self.catalog.position(n) for n in set(names) if n in self.catalog), dtype=np.int64
             )
             ids = np.intersect1d(ids, listed, assume_unique=True)
-        return ids
+        return Scope.of(self.catalog, ids)
 
 
 def within_query_limit(query: str) -> bool:

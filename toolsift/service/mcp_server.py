@@ -29,15 +29,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolsift._version import __version__
 from toolsift.errors import TenantUnauthorized, ToolsiftError
-from toolsift.router import MAX_K, MAX_QUERY_CHARS, Access, Router, SessionPolicy, SessionStore, TagRules, deliver
+from toolsift.router import MAX_K, MAX_QUERY_CHARS, Access, Caller, RouteQuery, Router, SessionPolicy, TagRules
 from toolsift.router.router import MAX_PINNED
-from toolsift.router.sessions import Sessions
 from toolsift.service.dependencies import bearer_token
 from toolsift.service.lifespans import serve_index_folder
 from toolsift.service.schemas import SESSION_ID_PATTERN, route_body
 from toolsift.service.state import ServiceState
 from toolsift.settings import Settings
-from toolsift.tenants import Tenants, TenantSpec
+from toolsift.tenants import Tenants
 
 INSTRUCTIONS = (
     "toolsift knows a large catalog of tools. Before answering a request that may need a tool, call "
@@ -57,9 +56,7 @@ def serve_index_folder_over_mcp(settings: Settings, tenants: Tenants | None = No
     followed while the server runs (the same watcher and reload as the HTTP service)."""
     state = ServiceState.create(None, settings, tenants)
     state.routers.set(Router.load(settings.index_path, ranking=settings.ranking(), backend=settings.backend))
-    server = create_mcp_server(
-        state.routers.get, state.sessions, lifespan=lambda server: serve_index_folder(state), tenants=tenants
-    )
+    server = create_mcp_server(state, lifespan=lambda server: serve_index_folder(state))
     return server, state
 
 
@@ -88,49 +85,43 @@ Policy = Annotated[
 
 
 class ToolsiftTools:
-    """What the MCP tools answer: routes within the caller's scope (its tenant, over HTTP)."""
+    """What the MCP tools answer: through the service's one door (``ServiceState.answer``), for
+    the calling tenant over HTTP (its key), or anyone over stdio."""
 
-    def __init__(self, get_router: Callable[[], Router], sessions: Sessions, tenants: Tenants | None) -> None:
-        self.get_router = get_router
-        self.sessions = sessions
-        self.tenants = tenants
+    def __init__(self, state: ServiceState) -> None:
+        self.state = state
 
-    def caller(self, ctx: Context) -> TenantSpec | None:
+    def caller(self, ctx: Context, router: Router) -> Caller:
         headers = ctx.headers
-        if self.tenants is None or headers is None:  # no tenants, or stdio
-            return None
-        return self.tenants.identify(headers.get("x-api-key") or bearer_token(headers.get("authorization")))
+        tenants = self.state.tenants
+        if tenants is None or headers is None:  # no tenants, or stdio
+            return Caller.anyone(router.catalog)
+        return tenants.caller(
+            tenants.identify(headers.get("x-api-key") or bearer_token(headers.get("authorization"))), router
+        )
 
-    def search(self, ctx: Context, query: str, k: int, rules: TagRules, **options: Any) -> dict[str, Any]:
-        router = self.get_router()
-        tenant = self.caller(ctx)
-        scope = self.tenants.scope(tenant, router) if self.tenants is not None and tenant is not None else None
-        pinned, min_score = options.pop("pinned") or (), options.pop("min_score")
-        result = router.route(query, k, rules, min_score=min_score, pinned=pinned, scope=scope)
-        delivered = deliver(
-            router, result, output_format="mcp", rules=rules, sessions=self.sessions, scope=scope,
-            session_namespace=tenant.name if tenant else "", **options,
-        )  # fmt: skip
-        return route_body(delivered)
+    def search(self, ctx: Context, query: RouteQuery) -> dict[str, Any]:
+        router = self.state.routers.get()
+        return route_body(self.state.answer(router, query, self.caller(ctx, router)))
 
     def tags(self, ctx: Context) -> dict[str, Any]:
-        router = self.get_router()
-        tenant = self.caller(ctx)
-        scope = self.tenants.scope(tenant, router) if self.tenants is not None and tenant is not None else None
-        return {"tags": router.tag_index.visible_tags(scope)}
+        router = self.state.routers.get()
+        return {"tags": router.tag_index.visible_tags(self.caller(ctx, router).scope.ids)}
+
+
+def mcp_server_for(router: Router, settings: Settings | None = None, tenants: Tenants | None = None) -> MCPServer:
+    """An MCP server answering from a router built in-process (tests, embedding in a program)."""
+    return create_mcp_server(ServiceState.create(router, settings or Settings(), tenants))
 
 
 def create_mcp_server(
-    get_router: Callable[[], Router],
-    sessions: Sessions | None = None,
-    lifespan: Callable[[MCPServer], AbstractAsyncContextManager[None]] | None = None,
-    tenants: Tenants | None = None,
+    state: ServiceState, lifespan: Callable[[MCPServer], AbstractAsyncContextManager[None]] | None = None
 ) -> MCPServer:
-    """An MCP server whose tools answer from the router ``get_router()`` returns at call time
-    (so a reloaded router is picked up); ``lifespan`` runs beside it (a watcher). With
-    ``tenants``, a call over HTTP is answered from the calling tenant's tools only."""
+    """An MCP server whose tools answer from ``state``'s live router at call time (so a reloaded
+    router is picked up); ``lifespan`` runs beside it (a watcher). With tenants, a call over HTTP
+    is answered from the calling tenant's tools only."""
     server: MCPServer = MCPServer("toolsift", instructions=INSTRUCTIONS, version=__version__, lifespan=lifespan)
-    answers = ToolsiftTools(get_router, sessions if sessions is not None else SessionStore(), tenants)
+    answers = ToolsiftTools(state)
 
     @server.tool(name="search_tools", description=SEARCH_DESCRIPTION, annotations=READ_ONLY)
     def search_tools(
@@ -140,10 +131,11 @@ def create_mcp_server(
     ) -> dict[str, Any]:  # fmt: skip
         try:
             rules = TagRules.parse(any_of=tags, exclude=exclude_tags, access=access)
-            return answers.search(
-                ctx, query, k, rules, pinned=pinned, min_score=min_score, session_id=session_id,
-                session_policy=session_policy,
+            request = RouteQuery(
+                query, k, rules, output_format="mcp", min_score=min_score, pinned=tuple(pinned or ()),
+                session_id=session_id, session_policy=session_policy,
             )  # fmt: skip
+            return answers.search(ctx, request)
         except ToolsiftError as error:  # the message says what to fix; let the client's model read it
             raise ToolError(str(error)) from None
 

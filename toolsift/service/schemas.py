@@ -20,6 +20,7 @@ from toolsift.router import (
     Delivery,
     Match,
     OutputFormat,
+    RouteQuery,
     SessionPolicy,
     TagRules,
 )
@@ -113,6 +114,22 @@ class RouteRequest(BaseModel):
 
     def rules(self) -> TagRules:
         return TagRules.from_spec(self.tags, self.access)
+
+    def to_query(self) -> RouteQuery:
+        return RouteQuery(
+            self.query,
+            self.k,
+            self.rules(),
+            output_format=self.format,
+            delivery=self.delivery,
+            min_score=self.min_score,
+            pinned=tuple(self.pinned),
+            split_intents=self.split_intents,
+            session_id=self.session_id,
+            session_policy=self.session_policy,
+            call_id=self.call_id,
+            repeat_references=self.repeat_references,
+        )
 
 
 class ToolsIn(BaseModel):

@@ -19,7 +19,7 @@ from toolsift.curation import LintReport, lint_catalog
 from toolsift.embeddings.batching import set_max_batch
 from toolsift.embeddings.onnx_runtime import set_threads
 from toolsift.errors import NotReady
-from toolsift.router import Router, SessionStore
+from toolsift.router import Caller, Delivered, RouteQuery, Router, SessionStore, answer
 from toolsift.router.sessions import Sessions
 from toolsift.router.threads import single_threaded_queries
 from toolsift.router.usage import UsageBook
@@ -27,7 +27,6 @@ from toolsift.service.observability import Metrics
 from toolsift.service.usage_feed import UsageFeed
 from toolsift.settings import Settings
 from toolsift.tenants import Tenants, TenantSpec
-from toolsift.types import IdArray
 
 if TYPE_CHECKING:  # imported when used: a service without MCP sources or Redis never loads their clients
     from toolsift.mcp import LiveCatalog
@@ -166,11 +165,19 @@ class ServiceState:
 
         threading.Thread(target=compute, name="toolsift-lint", daemon=True).start()
 
-    def scope_of(self, tenant: TenantSpec | None, router: Router) -> IdArray | None:
-        """The tool ids ``tenant`` may see in ``router``'s catalog (None: every tool)."""
+    def caller(self, tenant: TenantSpec | None, router: Router) -> Caller:
+        """Who is asking, for ``router``'s catalog: the tenant, or anyone without tenants."""
         if self.tenants is None or tenant is None:
-            return None
-        return self.tenants.scope(tenant, router)
+            return Caller.anyone(router.catalog)
+        return self.tenants.caller(tenant, router)
+
+    def answer(self, router: Router, query: RouteQuery, caller: Caller) -> Delivered:
+        """The routed answer every entrance gives (``toolsift.router.door.answer``), after the
+        feedback other workers took since this one last looked; the route is timed in the metrics."""
+        self.usage.refresh()
+        delivered = answer(router, query, caller, self.sessions)
+        self.metrics.route_latency.observe(delivered.result.took_ms / 1000)
+        return delivered
 
     def folder_version(self) -> FolderVersion:
         """Identifies the index folder's current build (the watcher compares it)."""

@@ -33,8 +33,8 @@ def lint(
 ) -> dict[str, Any]:
     current = state.routers.get()
     report = lint_report(state)
-    scope = state.scope_of(tenant, current)
-    visible = None if scope is None else {current.catalog[int(p)].name for p in scope.tolist()}
+    scope = state.caller(tenant, current).scope
+    visible = None if scope.is_everything else set(scope.names)
     findings = [f for f in report.findings if visible is None or set(f.tools) <= visible]  # none about others' tools
     chosen = [
         f for f in findings if (severity is None or f.severity == severity) and (check is None or f.code == check)
@@ -75,7 +75,7 @@ def catalog_map(state: State, tenant: Tenant) -> Response:
     key = (current.catalog.fingerprint, pool, state.usage.book.version)
     if key not in state.catalog_maps:
         usage = {name: len(texts) for name, texts in state.usage.book.summary(pool).items()}
-        body = bytes(JSONBytes(map_of(current, state.scope_of(tenant, current), lint_report(state), usage)).body)
+        body = bytes(JSONBytes(map_of(current, state.caller(tenant, current).scope, lint_report(state), usage)).body)
         state.catalog_maps.clear()
         state.catalog_maps[key] = body
     return Response(state.catalog_maps[key], media_type="application/json")

@@ -27,9 +27,7 @@ def deferred(
     key = (current.catalog.fingerprint, tenant.name if tenant else "", format)
     payload: dict[str, Any] | None = state.deferred_payloads.get(key)
     if payload is None:
-        scope = state.scope_of(tenant, current)
-        tools = current.catalog.tools if scope is None else [current.catalog[int(p)] for p in scope.tolist()]
-        payload = deferred_tools(tools, format)
+        payload = deferred_tools(state.caller(tenant, current).scope.tools, format)
         if len(state.deferred_payloads) >= 16:  # old catalogs
             state.deferred_payloads.clear()
         state.deferred_payloads[key] = payload

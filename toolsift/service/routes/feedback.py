@@ -19,12 +19,16 @@ def feedback(body: FeedbackRequest, request: Request, state: State, tenant: Tena
     request becomes one more view of the tool. An unknown tool (or one the caller's tenant cannot
     see) is a 400. Contributions are capped per session (else per client address) and tool."""
     current = state.routers.get()
-    pool = tenant.name if tenant is not None else ""
+    caller = state.caller(tenant, current)
     contributor = f"session:{body.session_id}" if body.session_id else f"client:{_client(request)}"
-    item = current.checked_feedback(Feedback(body.query, body.tool, pool, contributor), state.scope_of(tenant, current))
+    item = current.checked_feedback(Feedback(body.query, body.tool, caller.pool, contributor), caller.scope)
     state.usage.record([item])
     state.metrics.feedback.inc()
-    return {"accepted": True, "tool": item.tool, "examples": len(state.usage.book.summary(pool).get(item.tool, []))}
+    return {
+        "accepted": True,
+        "tool": item.tool,
+        "examples": len(state.usage.book.summary(caller.pool).get(item.tool, [])),
+    }
 
 
 def _client(request: Request) -> str:

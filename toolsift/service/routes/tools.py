@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from toolsift.catalog import Tool, fingerprint_tools
+from toolsift.catalog import Tool
 from toolsift.catalog.names import wire_name
 from toolsift.curation.lint import default_token_counter
 from toolsift.curation.views import tool_page
@@ -30,17 +30,13 @@ def tool(name: str, state: State, tenant: Tenant) -> dict[str, Any]:
     """``name`` is the catalog name or the name sent to providers. A tool the caller's tenant
     cannot see is unknown (404), with suggestions from its own tools only."""
     current = state.routers.get()
-    scope = state.scope_of(tenant, current)
+    caller = state.caller(tenant, current)
     resolved = current.catalog.resolve(name)
-    visible = resolved in current.catalog and (
-        scope is None or current.catalog.position(resolved) in set(scope.tolist())
-    )
-    if not visible:
-        known = current.catalog.names if scope is None else [current.catalog[int(i)].name for i in scope.tolist()]
-        raise ToolNotFound(name, known, field="name")
+    if not caller.scope.contains(resolved):
+        raise ToolNotFound(name, caller.scope.names, field="name")
     state.usage.refresh()
-    requests = state.usage.book.summary(tenant.name if tenant is not None else "").get(resolved, [])
-    return tool_page(current, resolved, scope, lint_report(state), TOKEN_COUNTER(), requests)
+    requests = state.usage.book.summary(caller.pool).get(resolved, [])
+    return tool_page(current, resolved, caller.scope, lint_report(state), TOKEN_COUNTER(), requests)
 
 
 @router.get("/tools", summary="List the catalog's tools")
@@ -57,8 +53,8 @@ def tools(
 ) -> dict[str, Any]:
     current = state.routers.get()
     catalog = current.catalog
-    scope = state.scope_of(tenant, current)
-    allowed = current.tag_index.allowed(TagRules.parse(any_of=tag or []), scope)
+    scope = state.caller(tenant, current).scope
+    allowed = current.tag_index.allowed(TagRules.parse(any_of=tag or []), scope.ids)
     positions = range(len(catalog)) if allowed is None else allowed.tolist()
     words = (q or "").lower().split()
     selected = sorted(
@@ -66,7 +62,6 @@ def tools(
         key=lambda tool: tool.name,
     )
     page = selected[offset : offset + limit]
-    visible = catalog.tools if scope is None else [catalog[int(p)] for p in scope.tolist()]
     renamed = {wire_name(t.name): t.name for t in page if format != "toolsift" and wire_name(t.name) != t.name}
     return {
         **({"names": renamed} if renamed else {}),
@@ -74,6 +69,6 @@ def tools(
         "offset": offset,
         "limit": limit,
         "tools": [format_tool(tool, format) for tool in page],
-        "tags": current.tag_index.visible_tags(scope),
-        "catalog_fingerprint": catalog.fingerprint if scope is None else fingerprint_tools(visible),
+        "tags": current.tag_index.visible_tags(scope.ids),
+        "catalog_fingerprint": scope.fingerprint,
     }

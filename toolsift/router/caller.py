@@ -1,0 +1,54 @@
+"""Who asks (``Caller``) and what they ask (``RouteQuery``): the two values every entrance (the
+HTTP API, the MCP server, the CLI) hands to ``toolsift.router.door.answer``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+from toolsift.catalog import Catalog
+from toolsift.router.formats import OutputFormat
+from toolsift.router.rules import TagRules
+from toolsift.router.scope import Scope
+from toolsift.router.sessions import SessionPolicy
+
+Delivery = Literal["subset", "allowed_tools", "tool_reference", "tool_search_output"]
+DELIVERY_MODES: tuple[str, ...] = get_args(Delivery)
+DEFAULT_K = 5
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is asking: what they may see (``scope``), whose feedback ranks for them (``pool``: a
+    tenant's name, ``""`` without tenants) and where their sessions live (``namespace``: tenants
+    never share a session id)."""
+
+    scope: Scope
+    pool: str = ""
+    namespace: str = ""
+
+    @classmethod
+    def anyone(cls, catalog: Catalog) -> Caller:
+        """The caller of a service without tenants (or of the library): every tool, shared feedback."""
+        return cls(Scope.everything(catalog))
+
+    def session_key(self, session_id: str) -> str:
+        return f"{self.namespace}\x1f{session_id}" if self.namespace else session_id
+
+
+@dataclass(frozen=True)
+class RouteQuery:
+    """Everything one route request asks for (the fields of ``POST /route``)."""
+
+    query: str
+    k: int = DEFAULT_K
+    rules: TagRules = field(default_factory=TagRules)
+    output_format: OutputFormat = "toolsift"
+    delivery: Delivery = "subset"
+    min_score: float | None = None
+    pinned: tuple[str, ...] = ()
+    split_intents: bool | None = None
+    session_id: str | None = None
+    session_policy: SessionPolicy = "all"
+    call_id: str | None = None
+    repeat_references: bool = False

@@ -1,0 +1,363 @@
+"""The wire shapes of toolsift's HTTP API: every request and response body, and the words they
+use (formats, delivery modes, access rules, limits). The service validates requests and
+documents responses with these models (OpenAPI at ``/docs``); ``toolsift.client`` parses the
+answers with the same ones. Pydantic only: importing this module loads neither numpy, FAISS,
+FastAPI nor a model, so a client install stays light.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+OutputFormat = Literal["toolsift", "openai", "responses", "anthropic", "mcp"]
+OUTPUT_FORMATS: tuple[OutputFormat, ...] = get_args(OutputFormat)
+Delivery = Literal["subset", "allowed_tools", "tool_reference", "tool_search_output"]
+DELIVERY_MODES: tuple[str, ...] = get_args(Delivery)
+Access = Literal["any", "read_only", "non_destructive"]
+ACCESS_POLICIES: tuple[str, ...] = get_args(Access)
+SessionPolicy = Literal["all", "outranking"]
+SESSION_POLICIES: tuple[str, ...] = get_args(SessionPolicy)
+DeferredFormat = Literal["anthropic", "openai"]
+DEFERRED_FORMATS: tuple[str, ...] = get_args(DeferredFormat)
+Dialect = Literal["auto", "toolsift", "openai", "anthropic", "mcp"]
+DIALECTS: tuple[str, ...] = get_args(Dialect)
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
+
+DEFAULT_K = 5
+MAX_K = 256
+MAX_PINNED = 64
+MAX_QUERY_CHARS = 8192
+SESSION_ID_PATTERN = r"^[A-Za-z0-9._:@-]+$"
+SEARCH_TOOL_NAME = "toolsift_search"
+"""The name of the search tool of deferred loading (``GET /deferred``)."""
+
+
+def _has_text(query: str) -> str:
+    if not any(char.isprintable() and not char.isspace() for char in query):
+        raise ValueError("has no text (only spaces or control characters); send the user's request")
+    return query
+
+
+class TagRulesIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    any: list[str] = Field(default_factory=list, description="A tool needs at least one of these tags")
+    all: list[str] = Field(default_factory=list, description="A tool needs every one of these tags")
+    exclude: list[str] = Field(default_factory=list, description="A tool must carry none of these tags")
+
+
+class RouteRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,  # "k": "3" or true is a mistake to report, not to guess at
+        json_schema_extra={"examples": [{"query": "what's the weather in Paris tomorrow", "k": 3}]},
+    )
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The user's request")
+
+    @field_validator("query")
+    @classmethod
+    def _has_text(cls, query: str) -> str:
+        return _has_text(query)
+
+    k: int = Field(default=5, ge=1, le=MAX_K, description="How many tools to return at most")
+    tags: TagRulesIn | list[str] | None = Field(
+        default=None, description="Tag rules applied before ranking; a plain list means 'any of'"
+    )
+    format: OutputFormat = Field(default="toolsift", description="Shape of the returned tool definitions")
+    min_score: float | None = Field(
+        default=None,
+        allow_inf_nan=False,
+        ge=-100.0,
+        le=100.0,
+        description="Drop tools whose ranking score (in standard deviations) is below this",
+    )
+    split_intents: bool | None = Field(
+        default=None,
+        description="Route each part of a multi-part request too (see README, Ranking); null: the server's "
+        "setting (TOOLSIFT_SPLIT_INTENTS, on by default)",
+    )
+    access: Access = Field(
+        default="any",
+        description="read_only: only tools annotated readOnlyHint; non_destructive: also those "
+        "annotated destructiveHint false; any: no annotation rule",
+    )
+    pinned: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
+        default_factory=list,
+        max_length=MAX_PINNED,
+        description="Tools always delivered, first, whatever the query; they do not count toward k",
+    )
+    session_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        pattern=SESSION_ID_PATTERN,
+        description="Makes the tool list sticky: tools given earlier keep their place, new ones are appended",
+    )
+    session_policy: SessionPolicy = Field(
+        default="all",
+        description="all: append every new tool; outranking: only new tools ranked above the session's best "
+        "(more turns leave the prompt unchanged, at some recall)",
+    )
+    delivery: Delivery = Field(
+        default="subset",
+        description="allowed_tools (with format=openai): a stable superset in tools, masked by tool_choice; "
+        "tool_reference / tool_search_output: the answer to a deferred-loading search call (see GET /deferred)",
+    )
+    call_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        pattern=r"^[A-Za-z0-9._:-]+$",
+        description="With delivery=tool_search_output: the call_id of the model's tool search call",
+    )
+    repeat_references: bool = Field(
+        default=False,
+        description="With a deferred delivery and a session: reference every match again, also those "
+        "referenced on earlier turns",
+    )
+
+
+class ToolsIn(BaseModel):
+    """The body of ``POST /admin/tools``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    tools: list[dict[str, Any]] = Field(min_length=1, max_length=1000, description="Tool definitions, any dialect")
+    dialect: Dialect = "auto"
+
+
+class MatchOut(BaseModel):
+    name: str
+    score: float = Field(description="Ranking score, in standard deviations: dense_part + lexical_part")
+    rank: int
+    similarity: float = Field(description="Cosine similarity between query and tool")
+    lexical: float = Field(description="BM25 score over the tool text, scaled to [0, 1] per query")
+    dense_part: float = Field(description="The cosine standardised over the catalog for this query")
+    lexical_part: float = Field(description="BM25 standardised likewise, times the lexical weight")
+    intent: str | None = Field(
+        default=None,
+        description="For a multi-part request, the part this tool was selected for (the scores are that part's); "
+        "null when selected for the whole query",
+    )
+
+
+class SessionOut(BaseModel):
+    id: str
+    turn: int = Field(description="1 on the session's first request")
+    prefix_changed: bool = Field(description="False when the previous turn's tools are an exact prefix of these")
+    appended: list[str] = Field(description="Tools added at the end on this turn")
+    removed: list[str] = Field(description="Tools dropped: gone from the catalog, or by a reset")
+    replaced: list[str] = Field(description="Tools whose definition changed in the catalog")
+    reset: bool = Field(description="The session cap was reached; the list restarted with this turn's tools")
+    held_back: list[str] = Field(description="New matches not appended (session_policy=outranking)")
+    withheld: list[str] = Field(
+        description="Session tools this request's rules (tags, access, tenant) forbid: taken out of the list"
+    )
+    size: int
+
+
+class RouteResponse(BaseModel):
+    tools: list[dict[str, Any]] = Field(
+        description="Tool definitions to send: pinned then matches, each by name; with a session, "
+        "the session's append-only list; with allowed_tools, the stable superset"
+    )
+    matches: list[MatchOut] = Field(description="This turn's ranked tools, best first, with scores")
+    pinned: list[str]
+    fingerprint: str = Field(description="sha256 of the tools array exactly as returned, order included")
+    selected_fingerprint: str = Field(description="sha256 of this turn's selection as a set")
+    catalog_fingerprint: str
+    eligible: int = Field(description="Tools left after tag and access rules")
+    k: int
+    format: OutputFormat
+    delivery: Delivery
+    session: SessionOut | None = None
+    tool_choice: dict[str, Any] | None = Field(
+        default=None, description="With delivery=allowed_tools: OpenAI tool_choice masking tools to this turn's"
+    )
+    content: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="With delivery=tool_reference: tool_reference blocks, the content of the tool_result "
+        "answering the model's search call",
+    )
+    output_item: dict[str, Any] | None = Field(
+        default=None,
+        description="With delivery=tool_search_output: the OpenAI Responses tool_search_output item to append",
+    )
+    names: dict[str, str] | None = Field(
+        default=None,
+        description="Sent name -> catalog name, for tools whose catalog names providers refuse "
+        "(they must match ^[a-zA-Z0-9_-]{1,64}$); present only when a sent tool was renamed",
+    )
+
+
+class AdminChange(BaseModel):
+    """What an admin edit did to the catalog."""
+
+    tools: int
+    catalog_fingerprint: str
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+    embedded: int | None = Field(description="Tools embedded for this change (new or edited text)")
+    reused: int | None = Field(description="Tools whose vectors were kept")
+
+
+class ErrorBody(BaseModel):
+    type: str = Field(description="The error class, e.g. InvalidQuery, UnknownTag, Unauthorized")
+    message: str = Field(description="What is wrong and how to fix it")
+    problems: list[dict[str, str]] | None = Field(
+        default=None, description="For InvalidRequest: each invalid field and why"
+    )
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+class FeedbackRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={"examples": [{"query": "what's the weather in Paris tomorrow", "tool": "get_weather"}]},
+    )
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The user's request, as routed")
+    tool: str = Field(min_length=1, max_length=256, description="The tool the model actually called for it")
+    session_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        pattern=SESSION_ID_PATTERN,
+        description="The conversation it came from: one session contributes at most 16 requests per tool",
+    )
+
+    @field_validator("query")
+    @classmethod
+    def _has_text(cls, query: str) -> str:
+        return _has_text(query)
+
+
+class FeedbackAccepted(BaseModel):
+    accepted: bool = True
+    tool: str = Field(description="The tool's catalog name")
+    examples: int = Field(description="Requests now retained for this tool (for the caller's tenant)")
+
+
+class FeedbackTool(BaseModel):
+    tool: str
+    requests: list[str] = Field(description="Retained requests, oldest first")
+
+
+class FeedbackSummary(BaseModel):
+    tenant: str | None
+    retained: int
+    tools: list[FeedbackTool]
+
+
+class FeedbackReset(BaseModel):
+    forgotten: int
+
+
+class DeferredTools(BaseModel):
+    """``GET /deferred``: the tools array to send on every turn, and its fingerprint."""
+
+    format: DeferredFormat
+    tools: list[dict[str, Any]] = Field(description="The search tool, then every tool the caller may see, deferred")
+    count: int
+    fingerprint: str = Field(description="Changes only when the tools the caller may see change (the ETag)")
+
+
+class ToolPage(BaseModel):
+    """``GET /tools``: one page of the catalog the caller may see."""
+
+    total: int = Field(description="Tools matching the filters")
+    offset: int
+    limit: int
+    tools: list[dict[str, Any]] = Field(description="This page's definitions, by name, in the requested format")
+    tags: dict[str, int] = Field(description="Each tag the caller's tools carry, with its count")
+    catalog_fingerprint: str = Field(description="The fingerprint of the catalog as the caller sees it")
+    names: dict[str, str] | None = Field(
+        default=None, description="Sent name -> catalog name, for this page's tools that were renamed"
+    )
+
+
+class FindingOut(BaseModel):
+    code: str = Field(description="The check, e.g. confusable-pair, no-description")
+    severity: Severity
+    tools: list[str]
+    message: str
+    suggestion: str
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolDetail(BaseModel):
+    """``GET /tools/{name}``: one tool as the curation page shows it."""
+
+    name: str
+    tags: list[str]
+    examples: list[str]
+    formats: dict[str, dict[str, Any]] = Field(description="The definition in each output format")
+    tokens: dict[str, int] = Field(description="Tokens each format's definition costs")
+    findings: list[FindingOut]
+    neighbours: list[dict[str, Any]] = Field(description="The closest tools by vector: name and cosine")
+    feedback: dict[str, Any] = Field(description="How many retained requests name it, and the latest few")
+    accuracy: dict[str, float] | None = Field(description="Its recall on TOOLSIFT_LINT_QUERIES, when set")
+
+
+class LintPage(BaseModel):
+    """``GET /lint``: a page of the lint report's findings."""
+
+    catalog: str
+    tools: int
+    counts: dict[str, int] = Field(description="Findings by severity")
+    checks: dict[str, int] = Field(description="Findings by check")
+    total: int = Field(description="Findings matching the filters")
+    offset: int
+    limit: int
+    findings: list[FindingOut]
+    schema_tokens: dict[str, int]
+    per_tool_accuracy: dict[str, dict[str, float]] | None
+
+
+class CatalogMap(BaseModel):
+    """``GET /catalog/map``: the tools on two axes, with their costs, recall and feedback."""
+
+    axes: str
+    columns: list[str]
+    tools: list[list[Any]] = Field(description="One row per tool, in the order of columns")
+    pairs: list[list[str]] = Field(description="Confusable pairs among the visible tools")
+
+
+class Health(BaseModel):
+    """``GET /healthz``; with tenants, only status and version (it needs no key)."""
+
+    status: Literal["ok"]
+    version: str
+    tools: int | None = None
+    model: str | None = None
+    index_kind: str | None = None
+    catalog_fingerprint: str | None = None
+
+
+class ReloadResult(BaseModel):
+    """``POST /admin/reload``: what a reload did."""
+
+    model_config = ConfigDict(extra="allow")  # a live catalog adds its servers' outcomes
+
+    source: str = Field(description="mcp, or the index folder read")
+    changed: bool | None = None
+    tools: int | None = None
+    catalog_fingerprint: str | None = None
+
+
+class AdminStatus(BaseModel):
+    """``GET /admin/status``: the catalog served and, with MCP servers, each server's state."""
+
+    tools: int
+    catalog_fingerprint: str
+    sessions: int
+    live: dict[str, Any] | None = Field(description="Each MCP server's state and the reload history; null without")
