@@ -22,36 +22,13 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import httpx
-from pydantic import BaseModel
 
 from toolsift import errors
-from toolsift.router.deferred import SEARCH_TOOL_NAME, DeferredFormat
-from toolsift.service.schemas import FeedbackAccepted, RouteResponse
+from toolsift.wire import SEARCH_TOOL_NAME, DeferredFormat, DeferredTools, FeedbackAccepted, RouteResponse, ToolPage
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 RETRY_STATUSES = frozenset({502, 503, 504})
 RETRY_ERRORS = (httpx.TransportError,)
-
-
-class DeferredTools(BaseModel):
-    """``GET /deferred``: the tools array to send on every turn, and its fingerprint."""
-
-    format: str
-    tools: list[dict[str, Any]]
-    count: int
-    fingerprint: str
-
-
-class ToolPage(BaseModel):
-    """``GET /tools``: one page of the catalog the caller may see."""
-
-    total: int
-    offset: int
-    limit: int
-    tools: list[dict[str, Any]]
-    tags: dict[str, int]
-    catalog_fingerprint: str
-    names: dict[str, str] | None = None
 
 
 class ServiceError(errors.ToolsiftError):

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 OutputFormat = Literal["toolsift", "openai", "responses", "anthropic", "mcp"]
+"""``openai``: Chat Completions (``{"type": "function", "function": {...}}``); ``responses``: the
+OpenAI Responses API's flat function tool (``{"type": "function", "name", ...}``)."""
 OUTPUT_FORMATS: tuple[OutputFormat, ...] = get_args(OutputFormat)
 Delivery = Literal["subset", "allowed_tools", "tool_reference", "tool_search_output"]
 DELIVERY_MODES: tuple[str, ...] = get_args(Delivery)
@@ -35,22 +37,30 @@ SEARCH_TOOL_NAME = "toolsift_search"
 """The name of the search tool of deferred loading (``GET /deferred``)."""
 
 
+class WireModel(BaseModel):
+    """Every wire shape: its validator is built when first used, not at import (a client that
+    only routes never pays for the admin or curation shapes)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
 def _has_text(query: str) -> str:
     if not any(char.isprintable() and not char.isspace() for char in query):
         raise ValueError("has no text (only spaces or control characters); send the user's request")
     return query
 
 
-class TagRulesIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+class TagRulesIn(WireModel):
+    model_config = ConfigDict(defer_build=False, extra="forbid", strict=True)
 
     any: list[str] = Field(default_factory=list, description="A tool needs at least one of these tags")
     all: list[str] = Field(default_factory=list, description="A tool needs every one of these tags")
     exclude: list[str] = Field(default_factory=list, description="A tool must carry none of these tags")
 
 
-class RouteRequest(BaseModel):
+class RouteRequest(WireModel):
     model_config = ConfigDict(
+        defer_build=False,  # FastAPI builds it at start-up anyway
         extra="forbid",
         strict=True,  # "k": "3" or true is a mistake to report, not to guess at
         json_schema_extra={"examples": [{"query": "what's the weather in Paris tomorrow", "k": 3}]},
@@ -121,16 +131,16 @@ class RouteRequest(BaseModel):
     )
 
 
-class ToolsIn(BaseModel):
+class ToolsIn(WireModel):
     """The body of ``POST /admin/tools``."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(defer_build=False, extra="forbid", strict=True)
 
     tools: list[dict[str, Any]] = Field(min_length=1, max_length=1000, description="Tool definitions, any dialect")
     dialect: Dialect = "auto"
 
 
-class MatchOut(BaseModel):
+class MatchOut(WireModel):
     name: str
     score: float = Field(description="Ranking score, in standard deviations: dense_part + lexical_part")
     rank: int
@@ -145,7 +155,7 @@ class MatchOut(BaseModel):
     )
 
 
-class SessionOut(BaseModel):
+class SessionOut(WireModel):
     id: str
     turn: int = Field(description="1 on the session's first request")
     prefix_changed: bool = Field(description="False when the previous turn's tools are an exact prefix of these")
@@ -160,7 +170,7 @@ class SessionOut(BaseModel):
     size: int
 
 
-class RouteResponse(BaseModel):
+class RouteResponse(WireModel):
     tools: list[dict[str, Any]] = Field(
         description="Tool definitions to send: pinned then matches, each by name; with a session, "
         "the session's append-only list; with allowed_tools, the stable superset"
@@ -194,7 +204,7 @@ class RouteResponse(BaseModel):
     )
 
 
-class AdminChange(BaseModel):
+class AdminChange(WireModel):
     """What an admin edit did to the catalog."""
 
     tools: int
@@ -206,7 +216,7 @@ class AdminChange(BaseModel):
     reused: int | None = Field(description="Tools whose vectors were kept")
 
 
-class ErrorBody(BaseModel):
+class ErrorBody(WireModel):
     type: str = Field(description="The error class, e.g. InvalidQuery, UnknownTag, Unauthorized")
     message: str = Field(description="What is wrong and how to fix it")
     problems: list[dict[str, str]] | None = Field(
@@ -214,12 +224,13 @@ class ErrorBody(BaseModel):
     )
 
 
-class ErrorResponse(BaseModel):
+class ErrorResponse(WireModel):
     error: ErrorBody
 
 
-class FeedbackRequest(BaseModel):
+class FeedbackRequest(WireModel):
     model_config = ConfigDict(
+        defer_build=False,
         extra="forbid",
         strict=True,
         json_schema_extra={"examples": [{"query": "what's the weather in Paris tomorrow", "tool": "get_weather"}]},
@@ -241,28 +252,28 @@ class FeedbackRequest(BaseModel):
         return _has_text(query)
 
 
-class FeedbackAccepted(BaseModel):
+class FeedbackAccepted(WireModel):
     accepted: bool = True
     tool: str = Field(description="The tool's catalog name")
     examples: int = Field(description="Requests now retained for this tool (for the caller's tenant)")
 
 
-class FeedbackTool(BaseModel):
+class FeedbackTool(WireModel):
     tool: str
     requests: list[str] = Field(description="Retained requests, oldest first")
 
 
-class FeedbackSummary(BaseModel):
+class FeedbackSummary(WireModel):
     tenant: str | None
     retained: int
     tools: list[FeedbackTool]
 
 
-class FeedbackReset(BaseModel):
+class FeedbackReset(WireModel):
     forgotten: int
 
 
-class DeferredTools(BaseModel):
+class DeferredTools(WireModel):
     """``GET /deferred``: the tools array to send on every turn, and its fingerprint."""
 
     format: DeferredFormat
@@ -271,7 +282,7 @@ class DeferredTools(BaseModel):
     fingerprint: str = Field(description="Changes only when the tools the caller may see change (the ETag)")
 
 
-class ToolPage(BaseModel):
+class ToolPage(WireModel):
     """``GET /tools``: one page of the catalog the caller may see."""
 
     total: int = Field(description="Tools matching the filters")
@@ -285,7 +296,7 @@ class ToolPage(BaseModel):
     )
 
 
-class FindingOut(BaseModel):
+class FindingOut(WireModel):
     code: str = Field(description="The check, e.g. confusable-pair, no-description")
     severity: Severity
     tools: list[str]
@@ -294,7 +305,7 @@ class FindingOut(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
-class ToolDetail(BaseModel):
+class ToolDetail(WireModel):
     """``GET /tools/{name}``: one tool as the curation page shows it."""
 
     name: str
@@ -308,7 +319,7 @@ class ToolDetail(BaseModel):
     accuracy: dict[str, float] | None = Field(description="Its recall on TOOLSIFT_LINT_QUERIES, when set")
 
 
-class LintPage(BaseModel):
+class LintPage(WireModel):
     """``GET /lint``: a page of the lint report's findings."""
 
     catalog: str
@@ -323,7 +334,7 @@ class LintPage(BaseModel):
     per_tool_accuracy: dict[str, dict[str, float]] | None
 
 
-class CatalogMap(BaseModel):
+class CatalogMap(WireModel):
     """``GET /catalog/map``: the tools on two axes, with their costs, recall and feedback."""
 
     axes: str
@@ -332,7 +343,7 @@ class CatalogMap(BaseModel):
     pairs: list[list[str]] = Field(description="Confusable pairs among the visible tools")
 
 
-class Health(BaseModel):
+class Health(WireModel):
     """``GET /healthz``; with tenants, only status and version (it needs no key)."""
 
     status: Literal["ok"]
@@ -343,7 +354,7 @@ class Health(BaseModel):
     catalog_fingerprint: str | None = None
 
 
-class ReloadResult(BaseModel):
+class ReloadResult(WireModel):
     """``POST /admin/reload``: what a reload did."""
 
     model_config = ConfigDict(extra="allow")  # a live catalog adds its servers' outcomes
@@ -354,7 +365,7 @@ class ReloadResult(BaseModel):
     catalog_fingerprint: str | None = None
 
 
-class AdminStatus(BaseModel):
+class AdminStatus(WireModel):
     """``GET /admin/status``: the catalog served and, with MCP servers, each server's state."""
 
     tools: int

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 import yaml
@@ -18,9 +18,8 @@ from pydantic import ValidationError
 
 from toolsift.catalog.models import Catalog, Tool
 from toolsift.errors import CatalogError, InputFileError
-
-Dialect = Literal["auto", "toolsift", "openai", "anthropic", "mcp"]
-DIALECTS: tuple[str, ...] = ("auto", "toolsift", "openai", "anthropic", "mcp")
+from toolsift.wire import DIALECTS as DIALECTS
+from toolsift.wire import Dialect as Dialect
 
 _NATIVE_HELP = (
     "A tool needs at least 'name' and 'description'; 'parameters' (a JSON schema of type "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import orjson
@@ -21,9 +21,8 @@ from toolsift.embeddings import DEFAULT_MODEL, split_identifier
 from toolsift.embeddings.registry import NON_LATIN_SHARE, non_latin_share
 from toolsift.errors import ToolsiftError
 from toolsift.router import Router, format_tool
-
-Severity = Literal["error", "warning", "info"]
-SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
+from toolsift.wire import SEVERITIES as SEVERITIES
+from toolsift.wire import Severity as Severity
 
 MIN_DESCRIPTION_WORDS = 6
 MAX_REQUIRED = 5

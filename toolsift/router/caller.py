@@ -4,17 +4,15 @@ HTTP API, the MCP server, the CLI) hands to ``toolsift.router.door.answer``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, get_args
 
 from toolsift.catalog import Catalog
 from toolsift.router.formats import OutputFormat
 from toolsift.router.rules import TagRules
 from toolsift.router.scope import Scope
 from toolsift.router.sessions import SessionPolicy
-
-Delivery = Literal["subset", "allowed_tools", "tool_reference", "tool_search_output"]
-DELIVERY_MODES: tuple[str, ...] = get_args(Delivery)
-DEFAULT_K = 5
+from toolsift.wire import DEFAULT_K as DEFAULT_K
+from toolsift.wire import DELIVERY_MODES as DELIVERY_MODES
+from toolsift.wire import Delivery as Delivery
 
 
 @dataclass(frozen=True)

@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Any, Literal, get_args
+from typing import Any
 
 import orjson
 
 from toolsift.catalog import Tool
 from toolsift.router.formats import to_anthropic, to_responses
+from toolsift.wire import DEFERRED_FORMATS as DEFERRED_FORMATS
+from toolsift.wire import SEARCH_TOOL_NAME as SEARCH_TOOL_NAME
+from toolsift.wire import DeferredFormat as DeferredFormat
 
-DeferredFormat = Literal["anthropic", "openai"]
-DEFERRED_FORMATS: tuple[str, ...] = get_args(DeferredFormat)
-SEARCH_TOOL_NAME = "toolsift_search"
 SEARCH_DESCRIPTION = (
     "Find the tools that fit a task among the many available ones, whose definitions are not loaded yet. "
     "Call it before using a tool you have not seen, with the user's request (or the step at hand) as the "

@@ -3,15 +3,12 @@ carry each tool's wire name (``toolsift.catalog.names``): one every provider acc
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Any
 
 from toolsift.catalog import Tool
 from toolsift.catalog.names import wire_name
-
-OutputFormat = Literal["toolsift", "openai", "responses", "anthropic", "mcp"]
-"""``openai``: Chat Completions (``{"type": "function", "function": {...}}``); ``responses``: the
-OpenAI Responses API's flat function tool (``{"type": "function", "name", ...}``)."""
-OUTPUT_FORMATS: tuple[OutputFormat, ...] = get_args(OutputFormat)
+from toolsift.wire import OUTPUT_FORMATS as OUTPUT_FORMATS
+from toolsift.wire import OutputFormat as OutputFormat
 
 _EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 

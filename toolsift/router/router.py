@@ -35,10 +35,10 @@ from toolsift.router.rules import TagIndex, TagRules
 from toolsift.router.scope import Scope
 from toolsift.router.usage import ExampleViews, Feedback, UsageBook, catalog_examples, summarise
 from toolsift.types import IdArray, Matrix, Vector
+from toolsift.wire import MAX_K as MAX_K
+from toolsift.wire import MAX_PINNED as MAX_PINNED
+from toolsift.wire import MAX_QUERY_CHARS as MAX_QUERY_CHARS
 
-MAX_K = 256
-MAX_PINNED = 64
-MAX_QUERY_CHARS = 8192
 QUERY_CACHE_SIZE = 2048
 
 

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any
 
 import numpy as np
 
 from toolsift.catalog import Catalog, Tool
 from toolsift.errors import InvalidQuery, UnknownTag
 from toolsift.types import IdArray
-
-Access = Literal["any", "read_only", "non_destructive"]
-ACCESS_POLICIES: tuple[str, ...] = get_args(Access)
+from toolsift.wire import ACCESS_POLICIES as ACCESS_POLICIES
+from toolsift.wire import Access as Access
 
 
 def allows_access(tool: Tool, access: Access) -> bool:

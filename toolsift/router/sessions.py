@@ -36,13 +36,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, get_args
+from typing import Protocol
 
 from toolsift.catalog import Catalog, Tool
 from toolsift.errors import InvalidQuery
+from toolsift.wire import SESSION_POLICIES as SESSION_POLICIES
+from toolsift.wire import SessionPolicy as SessionPolicy
 
-SessionPolicy = Literal["all", "outranking"]
-SESSION_POLICIES: tuple[str, ...] = get_args(SessionPolicy)
 DEFAULT_SESSION_CAP = 64
 DEFAULT_MAX_SESSIONS = 10_000
 DEFAULT_SESSION_TTL_SECONDS = 3600.0

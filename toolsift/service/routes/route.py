@@ -7,7 +7,7 @@ from fastapi.responses import Response
 
 from toolsift.service.dependencies import State, Tenant
 from toolsift.service.responses import JSONBytes
-from toolsift.service.schemas import RouteRequest, RouteResponse, route_body
+from toolsift.service.schemas import RouteRequest, RouteResponse, route_body, route_query
 
 router = APIRouter()
 
@@ -17,7 +17,7 @@ router = APIRouter()
 )
 def route(request: RouteRequest, state: State, tenant: Tenant) -> Response:
     current = state.routers.get()  # one router for the whole request, even if a reload lands meanwhile
-    delivered = state.answer(current, request.to_query(), state.caller(tenant, current))
+    delivered = state.answer(current, route_query(request), state.caller(tenant, current))
     # timing goes in headers, so the body stays byte-identical for identical requests
     took = f"{delivered.result.took_ms:.3f}"
     return JSONBytes(route_body(delivered), headers={"Server-Timing": f"route;dur={took}", "X-Toolsift-Took-Ms": took})
