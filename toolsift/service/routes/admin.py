@@ -11,7 +11,7 @@ from toolsift.catalog import Catalog, parse_catalog
 from toolsift.errors import ToolNotFound
 from toolsift.service.catalog_updates import change_catalog, reload_index_folder
 from toolsift.service.dependencies import State, require_admin
-from toolsift.service.schemas import AdminChange, FeedbackReset, FeedbackSummary, ToolsIn
+from toolsift.service.schemas import AdminChange, AdminStatus, FeedbackReset, FeedbackSummary, ReloadResult, ToolsIn
 
 logger = logging.getLogger("toolsift.service")
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
@@ -69,7 +69,7 @@ def reset_feedback(
     return {"forgotten": state.usage.reset(pool, name)}
 
 
-@router.post("/reload", summary="Reload the catalog (admin token)")
+@router.post("/reload", summary="Reload the catalog (admin token)", response_model=ReloadResult)
 async def reload(
     state: State, server: Annotated[str | None, Query(description="Only this MCP server")] = None
 ) -> dict[str, Any]:
@@ -92,7 +92,7 @@ async def reload(
     }
 
 
-@router.get("/status", summary="Catalog sources and reload history (admin token)")
+@router.get("/status", summary="Catalog sources and reload history (admin token)", response_model=AdminStatus)
 def admin_status(state: State) -> dict[str, Any]:
     current = state.routers.get()
     return {

@@ -13,6 +13,7 @@ from toolsift.curation import SEVERITIES, LintReport, Severity
 from toolsift.curation.views import catalog_map as map_of
 from toolsift.service.dependencies import State, Tenant
 from toolsift.service.responses import JSONBytes
+from toolsift.service.schemas import CatalogMap, LintPage
 from toolsift.service.state import ServiceState
 
 WEB_PAGE = Path(__file__).parent.parent.parent / "web" / "index.html"
@@ -21,7 +22,9 @@ router = APIRouter()
 
 
 @router.get(
-    "/lint", summary="Curation findings for the loaded catalog (what `toolsift lint` reports), a page at a time"
+    "/lint",
+    summary="Curation findings for the loaded catalog (what `toolsift lint` reports), a page at a time",
+    response_model=LintPage,
 )
 def lint(
     state: State,
@@ -65,7 +68,11 @@ def _count_by_check(findings: list[Any]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-@router.get("/catalog/map", summary="A 2-D map of the tools (PCA of their vectors), token costs, confusable pairs")
+@router.get(
+    "/catalog/map",
+    summary="A 2-D map of the tools (PCA of their vectors), token costs, confusable pairs",
+    response_model=CatalogMap,
+)
 def catalog_map(state: State, tenant: Tenant) -> Response:
     """Computed once per catalog, tenant and feedback version (the page asks for it when the map
     is opened)."""

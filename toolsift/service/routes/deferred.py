@@ -10,11 +10,17 @@ from fastapi.responses import Response
 from toolsift.router.deferred import DeferredFormat, deferred_tools
 from toolsift.service.dependencies import State, Tenant
 from toolsift.service.responses import JSONBytes
+from toolsift.service.schemas import DeferredTools
 
 router = APIRouter()
 
 
-@router.get("/deferred", summary="Every tool the caller may see, deferred, plus the search tool: sent on every turn")
+@router.get(
+    "/deferred",
+    summary="Every tool the caller may see, deferred, plus the search tool: sent on every turn",
+    response_model=DeferredTools,
+    responses={304: {"description": "Not modified: If-None-Match holds the current ETag"}},
+)
 def deferred(
     state: State,
     tenant: Tenant,

@@ -10,11 +10,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from toolsift._version import __version__
 from toolsift.service.dependencies import State
+from toolsift.service.schemas import Health
 
 router = APIRouter()
 
 
-@router.get("/healthz", summary="Liveness and what is loaded")
+@router.get("/healthz", summary="Liveness and what is loaded", response_model=Health, response_model_exclude_none=True)
 def healthz(state: State) -> dict[str, Any]:
     current = state.routers.get()
     if state.tenants is not None:  # unauthenticated: say nothing about the catalog

@@ -15,7 +15,7 @@ from toolsift.errors import ToolNotFound
 from toolsift.router import TagRules, format_tool
 from toolsift.service.dependencies import State, Tenant
 from toolsift.service.routes.curation import lint_report
-from toolsift.service.schemas import Format
+from toolsift.service.schemas import Format, ToolDetail, ToolPage
 
 router = APIRouter()
 TOKEN_COUNTER = functools.cache(default_token_counter)
@@ -25,7 +25,11 @@ def _searchable(tool: Tool) -> str:
     return f"{tool.name} {tool.name.replace('_', ' ')} {tool.description}".lower()
 
 
-@router.get("/tools/{name:path}", summary="One tool: its definition in each format, token costs, findings, neighbours")
+@router.get(
+    "/tools/{name:path}",
+    summary="One tool: its definition in each format, token costs, findings, neighbours",
+    response_model=ToolDetail,
+)
 def tool(name: str, state: State, tenant: Tenant) -> dict[str, Any]:
     """``name`` is the catalog name or the name sent to providers. A tool the caller's tenant
     cannot see is unknown (404), with suggestions from its own tools only."""
@@ -39,7 +43,7 @@ def tool(name: str, state: State, tenant: Tenant) -> dict[str, Any]:
     return tool_page(current, resolved, caller.scope, lint_report(state), TOKEN_COUNTER(), requests)
 
 
-@router.get("/tools", summary="List the catalog's tools")
+@router.get("/tools", summary="List the catalog's tools", response_model=ToolPage, response_model_exclude_none=True)
 def tools(
     state: State,
     tenant: Tenant,
