@@ -5,22 +5,34 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SERVE_STAMP := $(VENV)/.installed-serve
 INDEX ?= var/index
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
 .PHONY: install index serve test test-fast lint format bench clean browser services
 
-$(STAMP): pyproject.toml
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+
+# make serve: what serving needs, and building the bundled index (the model's one-time ONNX export
+# needs torch). A server given an index folder built elsewhere needs only pip install 'toolsift[server]'.
+$(SERVE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first, pinned: the CPU wheel; an unpinned torch pulls a multi-GB CUDA build.
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,bench,e5]'
-	touch $(STAMP)
+	$(PIP) torch==2.13.0
+	$(PIP) -e '.[build]'
+	touch $(SERVE_STAMP)
+
+# make test: everything (every extra, the test and lint tools).
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) torch==2.13.0
+	$(PIP) -e '.[dev]'
+	touch $(STAMP) $(SERVE_STAMP)
 
 install: $(STAMP)
 
-$(INDEX)/manifest.json: $(STAMP) toolsift/data/default_catalog.yaml
+$(INDEX)/manifest.json: $(SERVE_STAMP) toolsift/data/default_catalog.yaml
 	$(BIN)/toolsift build --out $(INDEX)
 
 index: $(INDEX)/manifest.json

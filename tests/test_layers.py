@@ -12,7 +12,7 @@ PACKAGE = Path(toolsift.__file__).parent
 
 LAYERS: list[set[str]] = [
     {"_version", "errors", "types", "text", "wire"},
-    {"catalog"},
+    {"catalog", "extras"},
     {"embeddings"},
     {"index"},
     {"router"},
@@ -21,6 +21,7 @@ LAYERS: list[set[str]] = [
     {"service"},
     {"feedback_cli"},
     {"cli", "client", "__init__"},
+    {"console"},
     {"__main__"},
 ]
 """Lowest first. A unit is a top-level module or subpackage of toolsift."""

@@ -1,3 +1,3 @@
-from toolsift.cli import main
+from toolsift.console import main
 
 main()

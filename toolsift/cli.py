@@ -18,6 +18,7 @@ from toolsift.catalog.names import PROVIDER_NAME_RULE
 from toolsift.curation.lint import CONFUSABLE_CLOSENESS
 from toolsift.embeddings import embedder_for
 from toolsift.errors import TenantsFileError, ToolsiftError
+from toolsift.extras import missing_extra
 from toolsift.feedback_cli import feedback as feedback_commands
 from toolsift.index import INDEX_KINDS, ToolIndex
 from toolsift.router import (
@@ -39,13 +40,19 @@ from toolsift.tenants import Tenants, load_tenants
 
 
 class ToolsiftGroup(click.Group):
-    """Turns ToolsiftError into a one-line message and exit code 2, not a traceback."""
+    """Turns ToolsiftError, and an import that an uninstalled extra would satisfy, into a
+    one-line message and exit code 1, not a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except ToolsiftError as error:
             raise click.ClickException(str(error)) from None
+        except ImportError as error:
+            missing = missing_extra(error, f"toolsift {ctx.invoked_subcommand or ''}".strip())
+            if missing is None:
+                raise
+            raise click.ClickException(str(missing)) from None
 
 
 def _settings() -> Settings:

@@ -9,7 +9,7 @@ The classes know nothing of HTTP: the service maps each to a status code
     │   ├── TenantsFileError      the tenants file
     │   └── McpServersFileError   the MCP servers file
     ├── SettingsError             a TOOLSIFT_* setting
-    ├── EmbedderUnavailable, IndexMismatch, IndexNotFound, IndexBusy
+    ├── EmbedderUnavailable, MissingExtra, IndexMismatch, IndexNotFound, IndexBusy
     ├── UnknownTag, UnknownTool (ToolNotFound), InvalidQuery
     └── AdminDisabled, Unauthorized, TenantUnauthorized, CatalogManagedElsewhere, ReloadFailed, NotReady
 """
@@ -84,6 +84,18 @@ class EmbedderUnavailable(ToolsiftError):
     def __init__(self, model: str, reason: str, fix: str) -> None:
         self.model = model
         super().__init__(f"embedding model '{model}' is unavailable: {reason}. {fix}")
+
+
+class MissingExtra(ToolsiftError):
+    """An optional dependency is not installed; the message names the extra that installs it."""
+
+    def __init__(self, module: str, extra: str, needed_for: str = "this") -> None:
+        self.module = module
+        self.extra = extra
+        super().__init__(
+            f"{needed_for} needs '{module}', which is not installed. Install toolsift's '{extra}' extra: "
+            f"pip install 'toolsift[{extra}]'"
+        )
 
 
 class IndexMismatch(ToolsiftError):

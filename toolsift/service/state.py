@@ -19,6 +19,7 @@ from toolsift.curation import LintReport, lint_catalog
 from toolsift.embeddings.batching import set_max_batch
 from toolsift.embeddings.onnx_runtime import set_threads
 from toolsift.errors import NotReady
+from toolsift.extras import missing_extra
 from toolsift.router import Caller, Delivered, RouteQuery, Router, SessionStore, answer
 from toolsift.router.sessions import Sessions
 from toolsift.router.threads import single_threaded_queries
@@ -108,7 +109,10 @@ class ServiceState:
         usage = UsageFeed(router.usage if router is not None else None)  # what it learned in-process stays
         state = cls(settings, tenants, router, RouterHolder(router, usage.book), sessions, usage)
         if settings.redis_url:
-            from toolsift.service.replicas import RedisSessionStore, Replicas
+            try:
+                from toolsift.service.replicas import RedisSessionStore, Replicas
+            except ImportError as error:
+                raise missing_extra(error, "TOOLSIFT_REDIS_URL") or error from None
 
             state.replicas = Replicas(settings.redis_url, settings.redis_prefix, state.metrics.shared_store_errors.inc)
             state.sessions = RedisSessionStore(
