@@ -367,3 +367,41 @@ def test_the_map_carries_accuracy_and_usage_when_they_exist(tiny_router: object,
         assert after["send_email"][5] == 1 and all(
             -1.0 <= row[1] <= 1.0 and -1.0 <= row[2] <= 1.0 for row in after.values()
         )
+
+
+def test_the_api_docs_load_their_assets_from_the_service_not_a_cdn(tiny_router: Any) -> None:
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from toolsift.service import create_app
+
+    with TestClient(create_app(tiny_router)) as client:
+        page = client.get("/docs")
+        assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+        sources = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+        assert sources and all(source.startswith("/") for source in sources), sources  # nothing from elsewhere
+        for source in sources:
+            asset = client.get(source)
+            assert asset.status_code == 200 and len(asset.content) > 100, source
+        redoc = client.get("/redoc").text
+        assert all(s.startswith("/") for s in re.findall(r'(?:src|href)="([^"]+)"', redoc)), redoc
+
+
+@pytest.mark.model
+def test_the_api_docs_render_offline_in_chromium(served: str) -> None:
+    if CHROMIUM is None:
+        pytest.fail("headless Chromium is needed for this test: `make browser` (apt-get install chromium)")
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        page = browser.new_page()
+        elsewhere: list[str] = []
+        page.on("request", lambda request: None if request.url.startswith(served) else elsewhere.append(request.url))
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(served + "/docs")
+        expect(page.locator(".opblock-summary-path", has_text="/route").first).to_be_visible(timeout=60_000)
+        assert elsewhere == [] and errors == []
+        browser.close()

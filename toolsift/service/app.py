@@ -10,6 +10,7 @@ from toolsift.service.lifespans import lifespan_for
 from toolsift.service.observability import ObservabilityMiddleware
 from toolsift.service.responses import JSONBytes, install_error_handlers
 from toolsift.service.routes import admin, curation, deferred, feedback, health, route, tools
+from toolsift.service.routes.docs import mount_docs
 from toolsift.service.state import ServiceState
 from toolsift.settings import Settings
 from toolsift.tenants import Tenants, load_tenants
@@ -34,10 +35,13 @@ def create_app(
         summary="Pick the few tools an LLM should see, in a stable, cache-friendly form.",
         default_response_class=JSONBytes,
         lifespan=lifespan_for(state),
+        docs_url=None,  # served from the installed Swagger UI package instead (offline)
+        redoc_url=None,
     )
     app.state.service = state
     app.add_middleware(ObservabilityMiddleware, metrics=state.metrics, max_body=settings.max_request_bytes)
     install_error_handlers(app)
     for area in (route, deferred, feedback, tools, admin, curation, health):
         app.include_router(area.router)
+    mount_docs(app)
     return app
