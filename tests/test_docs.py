@@ -26,9 +26,8 @@ def test_every_command_is_documented(command: str) -> None:
 
 
 def test_every_setting_is_documented() -> None:
-    import dataclasses
 
-    missing = [f.name for f in dataclasses.fields(Settings) if f"TOOLSIFT_{f.name.upper()}" not in README]
+    missing = [name for name in Settings.model_fields if f"TOOLSIFT_{name.upper()}" not in README]
     assert not missing, f"README's Configuration lacks TOOLSIFT_* for {missing}"
 
 

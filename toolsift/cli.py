@@ -140,7 +140,7 @@ def build(
     router = Router.build(
         tools,
         embedder,
-        kind=settings.index_kind,  # type: ignore[arg-type]
+        kind=settings.index_kind,
         cache=_open_cache(settings, no_cache),
         progress=not quiet,
     )
@@ -279,37 +279,39 @@ def serve(
     tenants: Path | None,
 ) -> None:
     """Serve the HTTP API (docs at /docs)."""
-    import os
-
     import uvicorn
 
     settings = Settings.from_env(
-        None, index_path=index_path, host=host, port=port, mcp_servers=mcp_servers, tenants=tenants
+        None,
+        index_path=index_path,
+        host=host,
+        port=port,
+        mcp_servers=mcp_servers,
+        tenants=tenants,
+        catalog_path=catalog.resolve() if catalog is not None and mcp_servers is not None else None,
     )
     tenant_specs = load_tenants(settings.tenants) if settings.tenants is not None else None  # fail now
     if settings.mcp_servers is not None:
         from toolsift.mcp import load_sources
 
         load_sources(settings.mcp_servers)  # fail now, with the file's problem, not inside a worker
-        os.environ["TOOLSIFT_MCP_SERVERS"] = str(settings.mcp_servers.resolve())
-        if catalog is not None:
-            _load_catalog(catalog, "auto")
-            os.environ["TOOLSIFT_CATALOG_PATH"] = str(catalog.resolve())
+        if settings.catalog_path is not None:
+            _load_catalog(settings.catalog_path, "auto")
     elif catalog is not None and not (settings.index_path / "manifest.json").is_file():
         tools = _load_catalog(catalog, "auto")
         router = Router.build(tools, embedder_for(settings.model, tools), cache=_open_cache(settings, False))
         router.save(settings.index_path)
-    if tenant_specs is not None and settings.tenants is not None:
-        if settings.mcp_servers is None and (settings.index_path / "manifest.json").is_file():
-            _refuse_tenant_typos(tenant_specs, ToolIndex.load(settings.index_path).catalog, settings.tenants)
-        os.environ["TOOLSIFT_TENANTS"] = str(settings.tenants.resolve())
-    os.environ["TOOLSIFT_INDEX_PATH"] = str(settings.index_path)
+    folder_ready = settings.mcp_servers is None and (settings.index_path / "manifest.json").is_file()
+    if tenant_specs is not None and settings.tenants is not None and folder_ready:
+        _refuse_tenant_typos(tenant_specs, ToolIndex.load(settings.index_path).catalog, settings.tenants)
     from toolsift.service.http_protocol import MAX_HEADER_BYTES, JsonErrorH11Protocol
     from toolsift.service.observability import logging_config
+    from toolsift.service.workers import app_or_factory
 
+    app, factory = app_or_factory(_absolute(settings), workers)
     uvicorn.run(
-        "toolsift.service:create_app",
-        factory=True,
+        app,
+        factory=factory,
         host=settings.host,
         port=settings.port,
         workers=workers,
@@ -319,6 +321,12 @@ def serve(
         http=JsonErrorH11Protocol,  # a request uvicorn cannot read gets a JSON error too
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
     )
+
+
+def _absolute(settings: Settings) -> Settings:
+    """The settings with their files as absolute paths (what the serving processes are given)."""
+    paths = ("index_path", "catalog_path", "tenants", "mcp_servers", "lint_queries", "cache_dir")
+    return settings.model_copy(update={n: getattr(settings, n).absolute() for n in paths if getattr(settings, n)})
 
 
 def _refuse_tenant_typos(tenants: Tenants, catalog: Catalog, path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Settings read from an injectable mapping (``os.environ`` by default) with a ``TOOLSIFT_`` prefix.
+"""``TOOLSIFT_*`` settings, read with pydantic-settings from the environment (or an injected
+mapping, ``Settings.from_env``).
 
 Explicit arguments win over the environment, which wins over the defaults. The defaults are the
 library's own constants (imported, not copied), and every value is checked when ``Settings`` is
@@ -8,10 +9,13 @@ made: a bad one raises ``SettingsError``, one line that names the variable and w
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Mapping
+from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from toolsift.embeddings import AUTO_MODEL, DEFAULT_BACKEND
 from toolsift.errors import SettingsError
@@ -32,38 +36,43 @@ def _default_cache_dir() -> Path:
     return Path(base) / "toolsift"
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(BaseSettings):
+    """Every ``TOOLSIFT_*`` setting. ``Settings()`` reads the process environment;
+    ``Settings.from_env(mapping, **overrides)`` reads a mapping instead (tests, embedding). A bad
+    value raises ``SettingsError``: one line naming the variable and what it takes."""
+
+    model_config = SettingsConfigDict(env_prefix=PREFIX, env_ignore_empty=True, frozen=True, extra="forbid")
+
     index_path: Path = Path("var/index")
     catalog_path: Path | None = None
-    model: str = AUTO_MODEL
+    model: str = Field(AUTO_MODEL, min_length=1, pattern=r"\S")
     """An embedding model; auto picks per catalog (see toolsift.embeddings.registry.model_for)."""
-    index_kind: str = "auto"
-    embedding_backend: str = DEFAULT_BACKEND
+    index_kind: Literal["auto", "flat", "hnsw"] = "auto"
+    embedding_backend: Literal["onnx", "torch"] = DEFAULT_BACKEND
     """onnx (default: ONNX Runtime, no torch when serving) or torch (sentence-transformers)."""
-    embedding_threads: int = 0
+    embedding_threads: int = Field(0, ge=0, le=1024)
     """ONNX Runtime threads per process (0: one per core); fewer when several processes share a host."""
-    query_batch: int = 32
+    query_batch: int = Field(32, ge=1, le=1024)
     """Most queries of concurrent requests embedded in one call (1: each request on its own)."""
-    cache_dir: Path | None = field(default_factory=_default_cache_dir)
+    cache_dir: Path | None = Field(default_factory=_default_cache_dir)
     host: str = "127.0.0.1"
-    port: int = 8000
-    lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
+    port: int = Field(8000, ge=0, le=65535)
+    lexical_weight: float = Field(DEFAULT_LEXICAL_WEIGHT, ge=0.0, le=10.0, allow_inf_nan=False)
     split_intents: bool = True
     """Route each part of a multi-part request too (see toolsift.router.intents)."""
-    intent_min_score: float = DEFAULT_INTENT_MIN_SCORE
+    intent_min_score: float = Field(DEFAULT_INTENT_MIN_SCORE, ge=-100.0, le=100.0, allow_inf_nan=False)
     """A part's best tool joins the matches when it scores at least this for its part."""
-    log_level: str = "info"
-    log_format: str = "json"
+    log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
+    log_format: Literal["json", "text"] = "json"
     """json: one JSON object a line (structured logs); text: plain lines."""
-    reload_interval: float = 2.0
+    reload_interval: float = Field(2.0, ge=0.0, le=86_400.0, allow_inf_nan=False)
     """Seconds between checks of the index folder; a new build there is loaded (0 turns it off)."""
-    max_request_bytes: int = 65_536
+    max_request_bytes: int = Field(65_536, ge=1024, le=2**30)
     """Larger request bodies get 413 before they are read."""
-    session_cap: int = DEFAULT_SESSION_CAP
+    session_cap: int = Field(DEFAULT_SESSION_CAP, ge=1, le=100_000)
     """Most tools a sticky session holds before it resets (see toolsift.router.sessions)."""
-    max_sessions: int = DEFAULT_MAX_SESSIONS
-    session_ttl: float = DEFAULT_SESSION_TTL_SECONDS
+    max_sessions: int = Field(DEFAULT_MAX_SESSIONS, ge=1, le=10**8)
+    session_ttl: float = Field(DEFAULT_SESSION_TTL_SECONDS, ge=1.0, le=10**8, allow_inf_nan=False)
     """Seconds a session lives after its last turn."""
     admin_token: str | None = None
     """Bearer token for the admin endpoints (reload); they are off while it is unset."""
@@ -74,33 +83,45 @@ class Settings:
     lint_queries: Path | None = None
     """Labelled queries (a benchmark's queries.jsonl) the service's lint report scores the catalog
     on: per-tool accuracy on the curation page, and the query-based findings."""
-    redis_url: str | None = None
+    redis_url: str | None = Field(None, pattern=r"^(redis|rediss|unix)://")
     """redis://host:port/db: sessions, edit locks and index announcements shared by replicas
     (see toolsift.service.replicas); unset: in memory, per process."""
-    redis_prefix: str = "toolsift"
+    redis_prefix: str = Field("toolsift", pattern=r"^[^ ]+$")
     """Prefix of every Redis key and channel (several deployments can share one Redis)."""
 
-    def __post_init__(self) -> None:
-        for name in ("index_path", "catalog_path", "cache_dir", "tenants", "mcp_servers", "lint_queries"):
-            value = getattr(self, name)
-            if isinstance(value, str):  # accept strings from Python callers too
-                object.__setattr__(self, name, Path(value))
-        for name, (valid, expected) in _CHECKS.items():
-            value = getattr(self, name)
-            if not valid(value):
-                raise SettingsError(PREFIX + name.upper(), value, expected)
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as error:
+            raise _settings_error(error) from None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments first, then the environment: the process's, or the mapping ``from_env`` was given."""
+        given = _environ.get()
+        return (init_settings, env_settings if given is None else _MappingSource(settings_cls, given))
+
+    @field_validator("cache_dir", mode="before")
+    @classmethod
+    def _cache_off(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and value.lower() in ("none", "off", "false", "0") else value
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-        environ = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for spec in fields(cls):
-            raw = environ.get(PREFIX + spec.name.upper())
-            if raw is None or raw == "":
-                continue
-            values[spec.name] = _cast(spec.name, raw)
-        values.update({key: value for key, value in overrides.items() if value is not None})
-        return replace(cls(), **values)
+        """Settings from ``environ`` (the process environment when None), with ``overrides`` (those
+        not None) winning over it."""
+        token = _environ.set(environ)
+        try:
+            return cls(**{key: value for key, value in overrides.items() if value is not None})
+        finally:
+            _environ.reset(token)
 
     def cache_file(self) -> Path | None:
         return None if self.cache_dir is None else self.cache_dir / "embeddings.sqlite"
@@ -125,85 +146,51 @@ class Settings:
         )
 
 
-def _number_in(low: float, high: float) -> Callable[[Any], bool]:
-    def valid(value: Any) -> bool:
-        return isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
-
-    return valid
-
-
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 LOG_FORMATS = ("json", "text")
 
-_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "model": (lambda value: isinstance(value, str) and bool(value.strip()), "a model name, a model folder or auto"),
-    "index_kind": (lambda value: value in INDEX_KINDS, "one of " + ", ".join(INDEX_KINDS)),
-    "embedding_backend": (lambda value: value in ("onnx", "torch"), "onnx or torch"),
-    "port": (_number_in(0, 65535), "a port number from 0 to 65535"),
-    "embedding_threads": (_number_in(0, 1024), "a number of threads from 0 (one per core) to 1024"),
-    "query_batch": (_number_in(1, 1024), "a number of queries from 1 (no batching) to 1024"),
-    "lexical_weight": (_number_in(0.0, 10.0), "a number from 0 (dense only) to 10"),
-    "intent_min_score": (_number_in(-100.0, 100.0), "a number of standard deviations from -100 to 100"),
-    "log_level": (lambda value: value in LOG_LEVELS, "one of " + ", ".join(LOG_LEVELS)),
-    "log_format": (lambda value: value in LOG_FORMATS, "json or text"),
-    "reload_interval": (_number_in(0.0, 86_400.0), "seconds from 0 (off) to 86400"),
-    "max_request_bytes": (_number_in(1024, 2**30), "a number of bytes from 1024 to 2**30"),
-    "session_cap": (_number_in(1, 100_000), "a number of tools from 1 to 100000"),
-    "max_sessions": (_number_in(1, 10**8), "a number of sessions from 1 to 10**8"),
-    "session_ttl": (_number_in(1.0, 10**8), "seconds, at least 1"),
-    "redis_url": (
-        lambda value: value is None or str(value).startswith(("redis://", "rediss://", "unix://")),
-        "a Redis URL: redis://host:6379/0, rediss://... or unix:///path/redis.sock",
-    ),
-    "redis_prefix": (
-        lambda value: isinstance(value, str) and bool(value) and " " not in value,
-        "a word, e.g. toolsift",
-    ),
+EXPECTED: dict[str, str] = {
+    "model": "a model name, a model folder or auto",
+    "index_kind": "one of " + ", ".join(INDEX_KINDS),
+    "embedding_backend": "onnx or torch",
+    "port": "a port number from 0 to 65535",
+    "embedding_threads": "a number of threads from 0 (one per core) to 1024",
+    "query_batch": "a number of queries from 1 (no batching) to 1024",
+    "lexical_weight": "a number from 0 (dense only) to 10",
+    "intent_min_score": "a number of standard deviations from -100 to 100",
+    "split_intents": "true or false",
+    "log_level": "one of " + ", ".join(LOG_LEVELS),
+    "log_format": "json or text",
+    "reload_interval": "seconds from 0 (off) to 86400",
+    "max_request_bytes": "a number of bytes from 1024 to 2**30",
+    "session_cap": "a number of tools from 1 to 100000",
+    "max_sessions": "a number of sessions from 1 to 10**8",
+    "session_ttl": "seconds, at least 1",
+    "redis_url": "a Redis URL: redis://host:6379/0, rediss://... or unix:///path/redis.sock",
+    "redis_prefix": "a word, e.g. toolsift",
 }
-"""Each checked setting: whether a value is valid, and what a valid one is (for the message)."""
+"""What a valid value of each checked setting is (for the message); others: a path or a text."""
 
 
-def _as_bool(raw: str) -> bool:
-    lowered = raw.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(raw)
+def _settings_error(error: ValidationError) -> SettingsError:
+    """The first problem, as one line naming the variable, the value and what it takes."""
+    first = error.errors()[0]
+    name = str(first["loc"][0]) if first["loc"] else "settings"
+    if first["type"] == "extra_forbidden":
+        return SettingsError(f"{PREFIX}{name.upper()}", first.get("input"), "no such setting (see the README)")
+    return SettingsError(PREFIX + name.upper(), first.get("input"), EXPECTED.get(name, "a path or a text"))
 
 
-_as_bool.__name__ = "true or false"  # named in SettingsError
+_environ: ContextVar[Mapping[str, str] | None] = ContextVar("toolsift_settings_environ", default=None)
+"""The mapping ``Settings.from_env`` reads instead of the process environment (None: the process's)."""
 
 
-def _as_path_or_none(raw: str) -> Path | None:
-    return None if raw.lower() in ("none", "off", "false", "0") else Path(raw)
+class _MappingSource(EnvSettingsSource):
+    """The environment source, over a given mapping instead of ``os.environ``."""
 
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._given = environ
+        super().__init__(settings_cls)
 
-_CASTS: dict[str, Callable[[str], Any]] = {
-    "index_path": Path,
-    "catalog_path": Path,
-    "cache_dir": _as_path_or_none,
-    "port": int,
-    "embedding_threads": int,
-    "query_batch": int,
-    "lexical_weight": float,
-    "split_intents": _as_bool,
-    "intent_min_score": float,
-    "session_cap": int,
-    "max_request_bytes": int,
-    "reload_interval": float,
-    "max_sessions": int,
-    "session_ttl": float,
-    "mcp_servers": Path,
-    "tenants": Path,
-    "lint_queries": Path,
-}
-
-
-def _cast(name: str, raw: str) -> Any:
-    cast = _CASTS.get(name, str)
-    try:
-        return cast(raw)
-    except ValueError:
-        expected = _CHECKS[name][1] if name in _CHECKS else getattr(cast, "__name__", "a value")
-        raise SettingsError(PREFIX + name.upper(), raw, expected) from None
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {key.lower(): value for key, value in self._given.items() if value != ""}

@@ -337,19 +337,34 @@ def sessions_bench(
     "throughput, p50/p95 and session continuity under 16 clients' sessions spread round robin.",
 )
 @click.option(
+    "--against",
+    metavar="REF",
+    help="Serve the bundled catalog with this checkout and with commit REF (a git worktree) side by side: "
+    "throughput and p50/p95 at 1/4/16 clients, median of --rounds rounds, fresh queries every round.",
+)
+@click.option("--rounds", type=click.IntRange(1, 50), default=3, show_default=True, help="With --against.")
+@click.option(
     "--requests",
     type=click.IntRange(16, 100000),
     default=400,
     show_default=True,
-    help="With --backends or --replicas: HTTP requests per measurement.",
+    help="With --backends, --replicas or --against: HTTP requests per measurement.",
 )
 def perf(
     sizes: str, query_count: int, kind: str, model: str | None, json_path: Path | None, report_dir: Path | None,
-    compare_backends: bool, compare_replicas: bool, requests: int,
+    compare_backends: bool, compare_replicas: bool, against: str | None, rounds: int, requests: int,
 ) -> None:  # fmt: skip
     """Measure build throughput, route latency (in-process, HTTP) and memory at several catalog sizes
     (or, with --backends, the torch and onnx embedding backends side by side; with --replicas, one
     replica against two)."""
+    if against:
+        from toolsift.bench.against import against_table, run_against
+
+        document = run_against(against, requests, rounds, click.echo)
+        document["command"] = command_line("perf")
+        click.echo(against_table(document))
+        write_figures(json_path, document)
+        return
     if compare_replicas:
         from toolsift.bench.replicas import replicas_table, run_replicas
 

@@ -25,7 +25,7 @@ changed and why. A session never serves a definition the current catalog no long
 
 ``SessionStore`` keeps sessions in memory, per process, bounded in number (least recently used
 evicted first) and in age (``ttl_seconds`` since last use). ``RedisSessionStore``
-(``toolsift.service.redis_sessions``, on with ``TOOLSIFT_REDIS_URL``) keeps the same state in
+(``toolsift.service.replicas``, on with ``TOOLSIFT_REDIS_URL``) keeps the same state in
 Redis, so any worker or replica continues any session; both apply ``next_turn``.
 """
 
