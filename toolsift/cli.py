@@ -420,7 +420,7 @@ def lint(
             tools, embedder_for(settings.model, tools), cache=_open_cache(settings, False), ranking=settings.ranking()
         )
         if queries is not None:
-            from toolsift.bench.datasets import load_queries
+            from toolsift.catalog.queries import load_queries
 
             labelled = [(q.text, q.relevant) for q in load_queries(queries, tools)]
     report = lint_catalog(tools, router, labelled, k=k, closeness=closeness)

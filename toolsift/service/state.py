@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from toolsift.catalog.queries import load_queries
 from toolsift.curation import LintReport, lint_catalog
 from toolsift.embeddings.batching import set_max_batch
 from toolsift.embeddings.onnx_runtime import set_threads
@@ -149,8 +150,6 @@ class ServiceState:
         """``TOOLSIFT_LINT_QUERIES``, for the lint report's per-tool accuracy (none when unset)."""
         if self.settings.lint_queries is None:
             return []
-        from toolsift.bench.datasets import load_queries
-
         return [(q.text, q.relevant) for q in load_queries(self.settings.lint_queries, router.catalog) if q.relevant]
 
     def prepare_lint_report(self) -> None:
