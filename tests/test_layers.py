@@ -80,5 +80,5 @@ def test_the_check_finds_upward_and_sideways_imports(tmp_path: Path) -> None:
     found = violations(tmp_path)
     assert found == [
         "curation/lint.py: curation (layer 5) imports mcp (layer 5)",
-        "router/delivery.py: router (layer 4) imports service (layer 7)",
+        "router/delivery.py: router (layer 4) imports service (layer 6)",
     ]
