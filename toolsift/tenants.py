@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
+from cachetools import LRUCache
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from toolsift.catalog import Catalog
@@ -74,7 +76,8 @@ class Tenants:
     specs: list[TenantSpec]
 
     def __post_init__(self) -> None:
-        self._scopes: dict[tuple[str, str], Scope] = {}
+        self._scopes: LRUCache[tuple[str, str], Scope] = LRUCache(4 * len(self.specs) + 4)  # a few catalogs
+        self._lock = threading.Lock()
 
     def identify(self, key: str | None) -> TenantSpec:
         """The tenant whose key this is; compares digests in constant time."""
@@ -92,11 +95,12 @@ class Tenants:
     def scope(self, spec: TenantSpec, router: Router) -> Scope:
         """What the tenant may see of this router's catalog (cached per catalog)."""
         cache_key = (spec.name, router.catalog.fingerprint)
-        found = self._scopes.get(cache_key)
+        with self._lock:
+            found = self._scopes.get(cache_key)
         if found is None:
-            if len(self._scopes) > 4 * len(self.specs):
-                self._scopes.clear()  # old catalogs
-            found = self._scopes[cache_key] = router.scope_for(spec.rules(), spec.tools)
+            found = router.scope_for(spec.rules(), spec.tools)
+            with self._lock:
+                self._scopes[cache_key] = found
         return found
 
     def caller(self, spec: TenantSpec, router: Router) -> Caller:

@@ -4,10 +4,10 @@ benchmarks' through ``CachingEmbedder``)."""
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 
 import numpy as np
+from cachetools import LRUCache
 
 from toolsift.embeddings.base import Embedder, EmbedderWrapper
 from toolsift.types import Matrix, Vector
@@ -28,7 +28,7 @@ class QueryCache:
         self.size = size
         self.hits = 0
         self.misses = 0
-        self._vectors: OrderedDict[str, Vector] = OrderedDict()
+        self._vectors: MutableMapping[str, Vector] = LRUCache(size) if size is not None else {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -49,9 +49,8 @@ class QueryCache:
         found: dict[str, Vector] = {}
         with self._lock:
             for query in queries:
-                vector = self._vectors.get(query)
+                vector = self._vectors.get(query)  # a hit is the most recently used now
                 if vector is not None:
-                    self._vectors.move_to_end(query)
                     found[query] = vector
             missing = len({query for query in queries if query not in found})
             self.hits += len(queries) - missing  # a repeat within one call is a hit
@@ -60,9 +59,7 @@ class QueryCache:
 
     def _store(self, fresh: dict[str, Vector]) -> None:
         with self._lock:
-            self._vectors.update(fresh)
-            while self.size is not None and len(self._vectors) > self.size:
-                self._vectors.popitem(last=False)
+            self._vectors.update(fresh)  # the least recently used go first past the size
 
 
 class CachingEmbedder(EmbedderWrapper):

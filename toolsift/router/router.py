@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from cachetools import LRUCache
 
 from toolsift.catalog import Catalog, Tool, fingerprint_tools
 from toolsift.embeddings import (
@@ -131,7 +132,7 @@ class Router:
         """Feedback this router learns from (``learn``, ``attach``); None: catalog examples only."""
         self._examples = catalog_examples((i, tool.examples) for i, tool in enumerate(index.catalog))
         self._example_vectors: dict[str, Vector] = {}
-        self._summaries: dict[tuple[int, int], Matrix] = {}
+        self._summaries: LRUCache[tuple[int, int], Matrix] = LRUCache(4 * len(index.catalog) + 1024)
         self._views: dict[str, tuple[int, ExampleViews | None]] = {}
         self._views_lock = threading.Lock()
 
@@ -382,8 +383,6 @@ class Router:
         summary = self._summaries.get(key)
         if summary is None:
             summary = summarise(np.vstack([self._example_vectors[text] for text in texts]))
-            if len(self._summaries) > 4 * len(self.catalog) + 1024:
-                self._summaries.clear()
             self._summaries[key] = summary
         return summary
 

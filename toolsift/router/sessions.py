@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+from cachetools import TTLCache
 
 from toolsift.catalog import Catalog, Tool
 from toolsift.errors import InvalidQuery
@@ -175,12 +176,6 @@ class Sessions(Protocol):
     def names(self, session_id: str) -> tuple[str, ...]: ...
 
 
-@dataclass
-class _Session:
-    state: SessionState
-    last_used: float
-
-
 class SessionStore:
     """Thread-safe, bounded, in-memory sessions keyed by the caller's session id (one process;
     ``toolsift.service.redis_sessions.RedisSessionStore`` shares them between replicas)."""
@@ -198,11 +193,14 @@ class SessionStore:
         self.max_sessions = max_sessions
         self.ttl_seconds = ttl_seconds
         self._clock = clock
-        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        # least recently used evicted first; each expires ttl_seconds after its last turn
+        self._sessions: TTLCache[str, SessionState] = TTLCache(max_sessions, ttl_seconds, timer=clock)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._sessions)
+        with self._lock:
+            self._sessions.expire()
+            return len(self._sessions)
 
     def __contains__(self, session_id: object) -> bool:
         return session_id in self._sessions
@@ -213,8 +211,7 @@ class SessionStore:
 
     def state(self, session_id: str) -> SessionState:
         with self._lock:
-            session = self._sessions.get(session_id)
-            return session.state if session else SessionState()
+            return self._sessions.get(session_id) or SessionState()
 
     def forget(self, session_id: str) -> bool:
         with self._lock:
@@ -237,25 +234,13 @@ class SessionStore:
         turn's rules; session tools it refuses are withheld (taken out of the list and reported),
         so a turn never delivers a tool its own rules forbid."""
         check_policy(policy)
-        now = self._clock()
         with self._lock:
-            self._expire(now)
-            session = self._sessions.pop(session_id, None)
-            state = session.state if session is not None else SessionState()
+            state = self._sessions.pop(session_id, None) or SessionState()
             state, turn = next_turn(
                 state, session_id, selected, catalog, cap=self.cap, ranked=ranked, policy=policy, permitted=permitted
             )
-            self._sessions[session_id] = _Session(state, now)
-            while len(self._sessions) > self.max_sessions:
-                self._sessions.popitem(last=False)
+            self._sessions[session_id] = state  # its time to live starts again
             return turn
-
-    def _expire(self, now: float) -> None:
-        while self._sessions:
-            oldest_id, oldest = next(iter(self._sessions.items()))
-            if now - oldest.last_used <= self.ttl_seconds:
-                break
-            del self._sessions[oldest_id]
 
 
 def _refresh(

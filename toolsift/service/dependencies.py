@@ -1,15 +1,23 @@
-"""FastAPI dependencies: the service state, the caller's tenant, the admin check."""
+"""FastAPI dependencies: the service state, the caller's tenant, the admin check.
+
+Credentials are read with FastAPI's security classes (``HTTPBearer``, ``APIKeyHeader``), so the
+OpenAPI document at ``/docs`` shows how to authenticate; the checks themselves stay here, in
+constant time, with toolsift's own error bodies (``auto_error=False``)."""
 
 from __future__ import annotations
 
 import hmac
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Request
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from toolsift.errors import AdminDisabled, Unauthorized
 from toolsift.service.state import ServiceState
 from toolsift.tenants import TenantSpec
+
+BEARER = HTTPBearer(auto_error=False, description="A tenant's API key, or the admin token for /admin")
+API_KEY = APIKeyHeader(name="X-API-Key", auto_error=False, description="A tenant's API key")
 
 
 def get_state(request: Request) -> ServiceState:
@@ -18,34 +26,33 @@ def get_state(request: Request) -> ServiceState:
 
 
 State = Annotated[ServiceState, Depends(get_state)]
+Bearer = Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]
+ApiKey = Annotated[str | None, Depends(API_KEY)]
 
 
 def bearer_token(authorization: str | None) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` header, else None."""
+    """The token of an ``Authorization: Bearer <token>`` header, else None (for callers outside
+    FastAPI: the MCP server's headers)."""
     scheme, _, token = (authorization or "").partition(" ")
     return token.strip() if scheme.lower() == "bearer" else None
 
 
-def get_tenant(
-    state: State,
-    authorization: Annotated[str | None, Header()] = None,
-    x_api_key: Annotated[str | None, Header()] = None,
-) -> TenantSpec | None:
+def get_tenant(state: State, bearer: Bearer, api_key: ApiKey) -> TenantSpec | None:
     """The tenant making the request (None when no tenants are configured)."""
     if state.tenants is None:
         return None
-    return state.tenants.identify(x_api_key or bearer_token(authorization))
+    return state.tenants.identify(api_key or (bearer.credentials if bearer is not None else None))
 
 
 Tenant = Annotated[TenantSpec | None, Depends(get_tenant)]
 
 
-def require_admin(state: State, authorization: Annotated[str | None, Header()] = None) -> None:
+def require_admin(state: State, bearer: Bearer) -> None:
     """Admin endpoints need ``Authorization: Bearer <TOOLSIFT_ADMIN_TOKEN>``; they are off without one."""
     expected = state.settings.admin_token
     if not expected:
         raise AdminDisabled()
-    token = bearer_token(authorization)
+    token = bearer.credentials if bearer is not None else None
     # compared as bytes: a header may hold any byte, and compare_digest refuses non-ASCII str
     if token is None or not hmac.compare_digest(token.encode("utf-8", "surrogateescape"), expected.encode()):
         raise Unauthorized()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from cachetools import LRUCache
 
 from toolsift.catalog.queries import load_queries
 from toolsift.curation import LintReport, lint_catalog
@@ -89,12 +90,14 @@ class ServiceState:
     edit_lock: anyio.Lock = field(default_factory=anyio.Lock)
     reload_lock: anyio.Lock = field(default_factory=anyio.Lock)
     """One check of the index folder at a time (the watcher's, or an announcement's)."""
-    lint_reports: dict[str, LintReport] = field(default_factory=dict)
+    lint_reports: LRUCache[str, LintReport] = field(default_factory=lambda: LRUCache(1))
     """The lint report of the serving catalog, by catalog fingerprint (one kept)."""
     lint_asked: bool = False
     """Whether a curation view has asked for a lint report (from then on each is made ahead)."""
-    deferred_payloads: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
-    catalog_maps: dict[tuple[str, str, int], bytes] = field(default_factory=dict)
+    deferred_payloads: LRUCache[tuple[str, str, str], dict[str, Any]] = field(default_factory=lambda: LRUCache(16))
+    catalog_maps: LRUCache[tuple[str, str, int], bytes] = field(default_factory=lambda: LRUCache(1))
+    cache_lock: threading.Lock = field(default_factory=threading.Lock)
+    """Guards ``deferred_payloads`` and ``catalog_maps`` (requests run in worker threads)."""
     """GET /catalog/map bodies by (catalog fingerprint, tenant, feedback version); one kept."""
     """GET /deferred answers by (catalog fingerprint, tenant, format)."""
 
@@ -140,11 +143,11 @@ class ServiceState:
         current = self.routers.get()
         fingerprint = current.catalog.fingerprint
         with self._lint_lock:
-            if fingerprint not in self.lint_reports:
+            report = self.lint_reports.get(fingerprint)
+            if report is None:
                 report = lint_catalog(current.catalog, current, self.labelled_queries(current))
-                self.lint_reports.clear()
-                self.lint_reports[fingerprint] = report
-            return self.lint_reports[fingerprint]
+                self.lint_reports[fingerprint] = report  # the previous catalog's goes
+            return report
 
     def labelled_queries(self, router: Router) -> list[tuple[str, tuple[str, ...]]]:
         """``TOOLSIFT_LINT_QUERIES``, for the lint report's per-tool accuracy (none when unset)."""

@@ -80,12 +80,14 @@ def catalog_map(state: State, tenant: Tenant) -> Response:
     state.usage.refresh()
     pool = tenant.name if tenant is not None else ""
     key = (current.catalog.fingerprint, pool, state.usage.book.version)
-    if key not in state.catalog_maps:
+    with state.cache_lock:
+        body = state.catalog_maps.get(key)
+    if body is None:
         usage = {name: len(texts) for name, texts in state.usage.book.summary(pool).items()}
         body = bytes(JSONBytes(map_of(current, state.caller(tenant, current).scope, lint_report(state), usage)).body)
-        state.catalog_maps.clear()
-        state.catalog_maps[key] = body
-    return Response(state.catalog_maps[key], media_type="application/json")
+        with state.cache_lock:
+            state.catalog_maps[key] = body  # the previous one goes
+    return Response(body, media_type="application/json")
 
 
 @router.get("/favicon.ico", include_in_schema=False)

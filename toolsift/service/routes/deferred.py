@@ -31,12 +31,12 @@ def deferred(
     caller may see change; ``If-None-Match`` with it answers 304."""
     current = state.routers.get()
     key = (current.catalog.fingerprint, tenant.name if tenant else "", format)
-    payload: dict[str, Any] | None = state.deferred_payloads.get(key)
+    with state.cache_lock:
+        payload: dict[str, Any] | None = state.deferred_payloads.get(key)
     if payload is None:
         payload = deferred_tools(state.caller(tenant, current).scope.tools, format)
-        if len(state.deferred_payloads) >= 16:  # old catalogs
-            state.deferred_payloads.clear()
-        state.deferred_payloads[key] = payload
+        with state.cache_lock:
+            state.deferred_payloads[key] = payload
     etag = f'"{payload["fingerprint"]}"'
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
     if if_none_match is not None and etag in {tag.strip() for tag in if_none_match.split(",")}:
