@@ -17,11 +17,18 @@ connection error, or a 503 while the service loads its index, is retried ``retri
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import httpx
+from tenacity import (
+    AsyncRetrying,
+    Retrying,
+    retry_if_exception_type,
+    retry_if_result,
+    stop_after_attempt,
+    wait_exponential,
+)
 
 from toolsift import errors
 from toolsift.wire import SEARCH_TOOL_NAME, DeferredFormat, DeferredTools, FeedbackAccepted, RouteResponse, ToolPage
@@ -29,6 +36,19 @@ from toolsift.wire import SEARCH_TOOL_NAME, DeferredFormat, DeferredTools, Feedb
 DEFAULT_URL = "http://127.0.0.1:8000"
 RETRY_STATUSES = frozenset({502, 503, 504})
 RETRY_ERRORS = (httpx.TransportError,)
+
+
+def retry_policy(retries: int) -> dict[str, Any]:
+    """tenacity's arguments for a request: a connection error or a 502/503/504 (the service
+    loading its index, a proxy between replicas) is tried again ``retries`` times, waiting 0.1,
+    0.2, 0.4 s...; after the last try its error (or its response) is what the caller gets."""
+    return {
+        "stop": stop_after_attempt(retries + 1),
+        "wait": wait_exponential(multiplier=0.1, max=5.0),
+        "retry": retry_if_exception_type(RETRY_ERRORS)
+        | retry_if_result(lambda response: response.status_code in RETRY_STATUSES),
+        "retry_error_callback": lambda state: state.outcome.result(),  # the last response, or its error raised
+    }
 
 
 class ServiceError(errors.ToolsiftError):
@@ -104,16 +124,8 @@ class Client:
         self._http.close()
 
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        for attempt in range(self.retries + 1):
-            try:
-                response = self._http.request(method, path, **kwargs)
-            except RETRY_ERRORS:
-                if attempt == self.retries:
-                    raise
-            else:
-                if response.status_code not in RETRY_STATUSES or attempt == self.retries:
-                    break
-            time.sleep(0.1 * 2**attempt)
+        retrying = Retrying(**retry_policy(self.retries))
+        response: httpx.Response = retrying(self._http.request, method, path, **kwargs)
         if response.status_code >= 400:
             raise error_from(response)
         return response
@@ -203,16 +215,8 @@ class AsyncClient:
         await self._http.aclose()
 
     async def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        for attempt in range(self.retries + 1):
-            try:
-                response = await self._http.request(method, path, **kwargs)
-            except RETRY_ERRORS:
-                if attempt == self.retries:
-                    raise
-            else:
-                if response.status_code not in RETRY_STATUSES or attempt == self.retries:
-                    break
-            await asyncio.sleep(0.1 * 2**attempt)
+        retrying = AsyncRetrying(**retry_policy(self.retries))
+        response: httpx.Response = await retrying(self._http.request, method, path, **kwargs)
         if response.status_code >= 400:
             raise error_from(response)
         return response

@@ -12,8 +12,8 @@
   ``<prefix>:index``; every replica listens and loads it at once (the folder watcher's polling
   stays as the fallback).
 
-When Redis does not answer, a session turn, an admin edit or a feedback request is retried for up
-to ``RETRY_SECONDS`` (a Redis restart or failover passes unnoticed), then gets
+When Redis does not answer, a session turn, an admin edit or a feedback request is tried again
+for about 5 s (``RETRIES``: a Redis restart or failover passes unnoticed), then gets
 ``SharedStoreUnavailable`` (503, ``Retry-After``), counted in ``toolsift_shared_store_errors_total``.
 Routes without a session never touch Redis and keep working; service resumes when Redis is back.
 """
@@ -30,6 +30,8 @@ import anyio
 import orjson
 import redis
 import redis.asyncio
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from toolsift.catalog import Catalog, Tool
 from toolsift.errors import IndexBusy, SharedStoreUnavailable
@@ -40,8 +42,9 @@ logger = logging.getLogger("toolsift.service")
 LOCK_SECONDS = 120.0
 """A held lock expires after this long (a replica that died holding it does not block forever)."""
 LOCK_WAIT_SECONDS = 60.0
-RETRY_SECONDS = 5.0
-"""How long a request waits for Redis to answer again before it gets a 503."""
+RETRIES = 8
+"""Tries after the first while Redis is unreachable, 0.05 s apart at first, doubling up to 1 s:
+about 5 s (a restart or failover passes unnoticed) before a request gets a 503."""
 
 T = TypeVar("T")
 
@@ -54,6 +57,12 @@ class Replicas:
         self.prefix = prefix
         self.client = redis.Redis.from_url(url, socket_timeout=1.0, socket_connect_timeout=1.0)
         self._on_error = on_error or (lambda: None)
+        # whole operations (a WATCH/MULTI transaction included) are tried again, not single commands
+        self.retry = Retry(
+            ExponentialBackoff(cap=1.0, base=0.05),
+            RETRIES,
+            supported_errors=(redis.ConnectionError, redis.TimeoutError),
+        )
 
     def key(self, *parts: str) -> str:
         return ":".join((self.prefix, *parts))
@@ -64,19 +73,11 @@ class Replicas:
         return SharedStoreUnavailable(what, fix)
 
     def call(self, action: Callable[[], T], what: str, fix: str = "") -> T:
-        """``action()``, retried while Redis is unreachable, for ``RETRY_SECONDS`` at most."""
-        deadline = time.monotonic() + RETRY_SECONDS
-        pause = 0.05
-        while True:
-            try:
-                return action()
-            except (redis.ConnectionError, redis.TimeoutError):
-                if time.monotonic() + pause > deadline:
-                    raise self.failed(what, fix) from None
-                time.sleep(pause)
-                pause = min(pause * 2, 1.0)
-            except redis.RedisError:
-                raise self.failed(what, fix) from None
+        """``action()``, tried again while Redis is unreachable (redis-py's ``Retry``, ``RETRIES``)."""
+        try:
+            return self.retry.call_with_retry(action, lambda error: None)
+        except redis.RedisError:
+            raise self.failed(what, fix) from None
 
     @contextmanager
     def lock(self, name: str, what: str) -> Iterator[None]:
