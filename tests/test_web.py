@@ -390,17 +390,12 @@ def test_the_api_docs_load_their_assets_from_the_service_not_a_cdn(tiny_router: 
 
 @pytest.mark.model
 def test_the_api_docs_render_offline_in_chromium(served: str) -> None:
-    if CHROMIUM is None:
-        pytest.fail("headless Chromium is needed for this test: `make browser` (apt-get install chromium)")
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        page = browser.new_page()
+        browser, page, errors = browser_page(playwright, {"width": 1280, "height": 800})
         elsewhere: list[str] = []
         page.on("request", lambda request: None if request.url.startswith(served) else elsewhere.append(request.url))
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto(served + "/docs")
         expect(page.locator(".opblock-summary-path", has_text="/route").first).to_be_visible(timeout=60_000)
         assert elsewhere == [] and errors == []
