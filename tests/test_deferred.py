@@ -105,6 +105,14 @@ def test_deferred_is_byte_stable_with_an_etag_that_follows_the_visible_catalog(c
         "/deferred", params={"format": "anthropic"}, headers={"If-None-Match": first.headers["etag"]}
     )
     assert unchanged.status_code == 304 and unchanged.content == b""
+    for header in (f'"other", W/{first.headers["etag"]}', "*"):  # a weak match, or any: 304 too (RFC 9110)
+        assert (
+            client.get("/deferred", params={"format": "anthropic"}, headers={"If-None-Match": header}).status_code
+            == 304
+        )
+    assert (
+        client.get("/deferred", params={"format": "anthropic"}, headers={"If-None-Match": '"other"'}).status_code == 200
+    )
     tool = {"name": "send_fax", "description": "Send a fax to a phone number."}
     assert client.post("/admin/tools", json={"tools": [tool]}, headers=ADMIN).status_code == 200
     changed = client.get("/deferred", params={"format": "anthropic"}, headers={"If-None-Match": first.headers["etag"]})

@@ -39,6 +39,13 @@ def deferred(
             state.deferred_payloads[key] = payload
     etag = f'"{payload["fingerprint"]}"'
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
-    if if_none_match is not None and etag in {tag.strip() for tag in if_none_match.split(",")}:
+    if if_none_match is not None and _matches(if_none_match, etag):
         return Response(status_code=304, headers=headers)
     return JSONBytes(payload, headers=headers)
+
+
+def _matches(if_none_match: str, etag: str) -> bool:
+    """``If-None-Match`` holds ``*`` or the ETag, weak (``W/"..."``) or strong: a weak comparison,
+    as RFC 9110 asks for this header."""
+    tags = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
+    return "*" in tags or etag in tags
