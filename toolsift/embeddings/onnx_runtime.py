@@ -165,8 +165,9 @@ def bundled_model(beside: Path | None, name: str) -> Path | None:
 
 
 def bundle_model(name: str, model_folder: Path, beside: Path) -> Path:
-    """Put the exported ``name`` (and its tokenizer) in ``beside/<name>/``: hard links to the
-    model cache where the file system allows, else copies. Done once per recipe."""
+    """Put a copy of the exported ``name`` (and its tokenizer) in ``beside/<name>/``, once per
+    recipe. Copies, not hard links: onnx refuses to read external weights that have several links
+    (a guard against hard-link attacks), which would break the int8 quantization of the cache's."""
     found = bundled_model(beside, name)
     if found is not None:
         return found
@@ -175,16 +176,9 @@ def bundle_model(name: str, model_folder: Path, beside: Path) -> Path:
     with staging_folder(target) as staged:
         for source in [*sorted(graph.parent.iterdir()), model_folder / TOKENIZER]:
             if source.is_file() and not source.name.startswith("."):
-                _link_or_copy(source, staged / source.name)
+                shutil.copyfile(source, staged / source.name)
         (staged / RECIPE_FILE).write_text(json.dumps({"recipe": RECIPE, "model": name}))
     return target
-
-
-def _link_or_copy(source: Path, target: Path) -> None:
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copyfile(source, target)
 
 
 class OnnxEmbedder:
