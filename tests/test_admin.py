@@ -201,3 +201,15 @@ def test_deleting_an_unknown_tool_is_a_404_with_suggestions(tiny_router: Router)
         response = client.delete("/admin/tools/send_emial", headers=ADMIN)
         assert response.status_code == 404 and response.json()["error"]["type"] == "ToolNotFound"
         assert "Did you mean 'send_email'" in response.json()["error"]["message"]
+
+
+def test_the_replicas_edit_lock_keeps_its_name_across_saves(tmp_path: Path, tiny_router: Router) -> None:
+    """Replicas serialise edits on a Redis lock named for the index folder; named after the build
+    the folder's link points to, it changed at every save, and two hosts could edit at once."""
+    from toolsift.service.catalog_updates import shared_lock_name
+
+    folder = tmp_path / "index"
+    tiny_router.save(folder)
+    first = shared_lock_name("index", folder)
+    tiny_router.save(folder)  # a new hidden build, the link swapped
+    assert shared_lock_name("index", folder) == first == f"index:{tmp_path.resolve() / 'index'}"

@@ -149,7 +149,7 @@ class SharedStoreUnavailable(ToolsiftError):
     def __init__(self, what: str, fix: str = "") -> None:
         self.what = what
         super().__init__(
-            f"{what} is unavailable: the shared store (Redis, TOOLSIFT_REDIS_URL) does not answer. Retry in "
+            f"{what}: the shared store (Redis, TOOLSIFT_REDIS_URL) does not answer. Retry in "
             f"{self.retry_after} s{'; ' + fix if fix else ''}"
         )
 

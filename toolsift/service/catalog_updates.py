@@ -4,9 +4,9 @@ that lets every worker follow the folder. On any failure the previous router kee
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -147,7 +147,14 @@ def shared_lock(state: ServiceState, name: str, what: str) -> AbstractContextMan
     """The replicas' lock on ``name`` for this index folder; nothing without a shared store."""
     if state.replicas is None:
         return nullcontext()
-    return state.replicas.lock(f"{name}:{os.path.realpath(state.settings.index_path)}", what)
+    return state.replicas.lock(shared_lock_name(name, state.settings.index_path), what)
+
+
+def shared_lock_name(name: str, index_path: Path) -> str:
+    """A name that stays the same for one index folder across saves: the folder's own path (its
+    parent resolved), not the hidden build its link points to, which every save replaces."""
+    folder = Path(index_path).absolute()
+    return f"{name}:{folder.parent.resolve() / folder.name}"
 
 
 def change_summary(before: Router, after: Router) -> dict[str, Any]:
