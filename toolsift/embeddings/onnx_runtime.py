@@ -1,7 +1,7 @@
 """all-MiniLM-L6-v2 on ONNX Runtime: the default backend, with no torch in the process.
 
-The model is exported once from the packaged weights (``toolsift.embeddings.onnx_export``, in a
-child process: only that process imports torch) into a content-addressed cache,
+The model is exported once from the packaged weights (``toolsift.embeddings.onnx_export``: the
+graph is written from the weights with numpy and ``onnx``, no torch) into a content-addressed cache,
 ``~/.cache/toolsift/models/<model>-<sha256 of the weights>-r<recipe>/`` (``TOOLSIFT_MODEL_CACHE``
 moves it): the graph, ``model.onnx``, and its weights beside it, which ONNX Runtime maps into
 memory rather than copying. Tokens come from the ``tokenizers`` library with the model's own
@@ -15,8 +15,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,13 +23,13 @@ from typing import Any
 import numpy as np
 
 from toolsift.embeddings.base import normalise_rows
-from toolsift.embeddings.onnx_export import GRAPH, staging_folder
+from toolsift.embeddings.onnx_export import GRAPH, export, staging_folder
 from toolsift.errors import EmbedderUnavailable
 from toolsift.types import Matrix
 
-RECIPE = 2
+RECIPE = 3
 """Bumped whenever the export changes, so an old export is never reused (2: weights in a file of
-their own, memory-mapped)."""
+their own, memory-mapped; 3: the graph written from the weights without torch)."""
 MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length
 BATCH = 64
 CHUNK = 64 * BATCH
@@ -89,15 +87,14 @@ def onnx_file(name: str, model_folder: Path) -> Path:
     folder = model_cache_dir() / f"{name}-{weights_digest(model_folder)}-r{RECIPE}"
     if (folder / GRAPH).is_file():
         return folder / GRAPH
-    command = [sys.executable, "-m", "toolsift.embeddings.onnx_export", str(model_folder), str(folder)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0 or not (folder / GRAPH).is_file():
+    try:
+        export(model_folder, folder)
+    except ImportError:
         raise EmbedderUnavailable(
             name,
-            f"exporting it to ONNX failed: {done.stderr.strip()[-500:] or 'no output'}",
-            "Check that torch==2.13.0 and transformers are installed for the one-time export "
-            f"(or copy an exported model folder to {folder})",
-        )
+            "its one-time export to ONNX needs the 'onnx' package",
+            f"Install the build extra: pip install 'toolsift[build]' (or copy an exported model folder to {folder})",
+        ) from None
     return folder / GRAPH
 
 
