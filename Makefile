@@ -90,8 +90,9 @@ bench: install services
 	$(BIN)/toolsift sessions-bench --datasets $(DATASETS) --sessions 100 --turns 24 --cap 32 --json benchmarks/results/sessions-long.json
 	$(BIN)/toolsift bench --datasets $(DATASETS) --feedback-split 0,0.1,0.25,0.5 --json benchmarks/results/feedback.json
 	$(BIN)/toolsift perf --replicas --sizes 1000 --requests 800 --json benchmarks/results/replicas.json
+	$(BIN)/toolsift perf --against 94a923d --rounds 3 --requests 400 --json benchmarks/results/against.json
 	$(BIN)/python benchmarks/results_md.py benchmarks/results/accuracy.json benchmarks/results/performance.json \
 		benchmarks/results/feedback.json benchmarks/results/replicas.json benchmarks/results/sessions.json benchmarks/results/sessions-long.json \
 		benchmarks/results/abstention.json benchmarks/results/accuracy-ensemble.json \
 		benchmarks/results/accuracy-minilm-ko.json benchmarks/results/backends.json \
-		benchmarks/results/accuracy-int8.json > benchmarks/RESULTS.md
+		benchmarks/results/accuracy-int8.json benchmarks/results/against.json > benchmarks/RESULTS.md

@@ -307,8 +307,29 @@ def replicas_section(document: dict[str, Any]) -> str:
     )
 
 
+def against_section(document: dict[str, Any]) -> str:
+    from toolsift.bench.against import against_table
+
+    return "\n".join(
+        [
+            f"## This checkout against {document['against']}, side by side",
+            "",
+            f"Command: `{document['command']}`",
+            "",
+            "The bundled catalog (254 tools), one index, both servers on this machine at once (`toolsift serve`, "
+            "1 worker each, the same virtualenv; the other commit from a git worktree). Each round runs 1, 4 and "
+            "16 loopback clients against each server in turn (which goes first alternates) with requests no server "
+            "has seen; medians over the rounds. The clients share the 2 cores with the servers.",
+            "",
+            against_table(document),
+        ]
+    )
+
+
 def _other_section(path: str) -> str:
     document = json.loads(Path(path).read_text())
+    if document.get("schema") == "toolsift-against/1":
+        return against_section(document)
     if document.get("schema") == "toolsift-replicas/1":
         return replicas_section(document)
     if document.get("schema") == "toolsift-feedback-bench/1":

@@ -482,3 +482,28 @@ def test_results_md_compares_int8_with_fp32_on_the_same_sample() -> None:
 
     table = results_md.int8_section(document("m-int8", 0.78, 0.70, 1.5), document("m", 0.80, 0.72, 3.0))
     assert "| d | 1000 | 0.800 ± 0.020 | 0.780 ± 0.020 | -0.020 | 0.720 → 0.700 | 3.00 → 1.50 |" in table
+
+
+def test_the_side_by_side_benchmark_sends_unseen_requests_and_reports_ratios() -> None:
+    from toolsift.bench.against import CLIENTS, against_table, bundled_queries
+
+    first, second = bundled_queries(300, seed=1), bundled_queries(300, seed=2)
+    assert len(set(first)) == 300 and not set(first) & set(second)  # the query cache never answers
+    rows = [
+        {
+            "server": server,
+            "clients": clients,
+            "requests": 300,
+            "rounds": 3,
+            "per_s": per_s,
+            "p50_ms": 10.0,
+            "p95_ms": 20.0,
+        }
+        for clients in CLIENTS
+        for server, per_s in (("this", 150.0), ("abc123", 100.0))
+    ]
+    table = against_table({"against": "abc123", "rows": rows})
+    assert (
+        "16 clients: throughput this / abc123 = **1.50×**" in table
+        and "| this | 16 | 150.0 | 10.0 | 20.0 | 2.00 |" in table
+    )
