@@ -431,3 +431,23 @@ def test_learned_tools_still_obey_the_requests_rules(tiny_router: Router, delive
             delivered = json.dumps([reply["tools"], reply["matches"], reply.get("content"), reply.get("output_item")])
             assert not [name for name in forbidden if name in delivered], (rules, delivery, delivered)
         assert routed(client, ODD_REQUEST)[0] == "send_email"  # without the rules, the feedback shows
+
+
+def test_memory_follows_the_retained_feedback_not_every_request_ever_sent(tiny_router: Router) -> None:
+    """Vectors of requests the retention caps evicted (or a reset forgot) are freed."""
+    from toolsift.router.usage import Feedback
+
+    for start in range(0, 3000, 500):
+        tiny_router.learn(
+            [
+                Feedback(f"please forecast the weather, request {i}", "get_forecast", "", f"user-{i}")
+                for i in range(start, start + 500)
+            ]
+        )
+        tiny_router.route("weather", 2)  # ranking builds the views (and embeds the new requests)
+    assert tiny_router.usage is not None
+    retained = len(tiny_router.usage.examples(""))
+    assert retained == 256 and len(tiny_router._example_vectors) <= 2 * retained + 256
+    tiny_router.usage.reset()
+    tiny_router.route("weather", 2)
+    assert len(tiny_router._example_vectors) <= 256

@@ -362,7 +362,18 @@ class Router:
                 ]
             views = ExampleViews.of(self._example_pairs(pairs))
             self._views[key] = (version, views)
+            self._forget_unretained_vectors()
             return views
+
+    def _forget_unretained_vectors(self) -> None:
+        """Drop the vectors of requests no pool retains any more (evicted by the retention caps,
+        or reset), once they outnumber the retained ones: memory follows what is retained, not
+        every request ever embedded."""
+        retained = {text for _, text in self._examples}
+        if self.usage is not None:
+            retained |= {text for pool in self.usage.pools() for _, text in self.usage.examples(pool)}
+        if len(self._example_vectors) > 2 * len(retained) + 256:
+            self._example_vectors = {t: v for t, v in self._example_vectors.items() if t in retained}
 
     def _example_pairs(self, pairs: Sequence[tuple[int, str]]) -> list[tuple[int, Vector]]:
         """(tool id, vector) for each example; a tool with many is summarised (``summarise``)."""
