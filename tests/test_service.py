@@ -3,6 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -165,3 +166,33 @@ def test_routes_from_worker_threads_search_on_one_thread_too(tiny_router: Router
 
     with ThreadPoolExecutor(1) as pool:  # a new thread: it starts from OpenMP's process default
         assert pool.submit(search_threads).result() == 1
+
+
+def test_curation_requests_never_take_the_threads_routes_run_on(tiny_router: Router) -> None:
+    """60 tool pages waiting for a slow lint report (seconds on a large catalog) once held every
+    worker thread, and a route waited for them all; now curation runs on two threads of its own."""
+    import threading
+    import time
+
+    app = create_app(tiny_router)
+    release = threading.Event()
+    with TestClient(app) as client, ThreadPoolExecutor(64) as pool:
+        state = app.state.service
+        computed = state.lint_report
+
+        def slow_report() -> Any:
+            release.wait(60)
+            return computed()
+
+        state.lint_report = slow_report
+        try:
+            pages = [pool.submit(client.get, "/tools/send_email") for _ in range(60)]
+            time.sleep(0.5)  # every page request is in, waiting for the report
+            started = time.monotonic()
+            routed = pool.submit(client.post, "/route", json={"query": "weather", "k": 1}).result(timeout=30)
+            waited = time.monotonic() - started
+            assert routed.status_code == 200 and not release.is_set() and not any(p.done() for p in pages)
+        finally:
+            release.set()
+        assert all(page.result(timeout=60).status_code == 200 for page in pages)
+    assert waited < 10, waited

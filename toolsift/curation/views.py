@@ -106,5 +106,12 @@ def _projection(vectors: np.ndarray) -> np.ndarray:
     return scaled
 
 
+def with_feedback(document: dict[str, Any], usage: dict[str, int]) -> dict[str, Any]:
+    """``catalog_map``'s document with its feedback column set from ``usage`` (the projection,
+    the costly part, does not change with feedback)."""
+    rows = [[*row[:-1], usage.get(row[0], 0)] for row in document["tools"]]
+    return {**document, "tools": rows}
+
+
 def _positions(router: Router, scope: Scope) -> IdArray:
     return np.arange(len(router.catalog), dtype=np.int64) if scope.ids is None else scope.ids

@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from cachetools import LRUCache
@@ -36,6 +37,8 @@ if TYPE_CHECKING:  # imported when used: a service without MCP sources or Redis 
     from toolsift.service.replicas import Replicas
 
 logger = logging.getLogger("toolsift.service")
+CURATION_THREADS = 2
+T = TypeVar("T")
 
 
 class RouterHolder:
@@ -95,7 +98,10 @@ class ServiceState:
     lint_asked: bool = False
     """Whether a curation view has asked for a lint report (from then on each is made ahead)."""
     deferred_payloads: LRUCache[tuple[str, str, str], dict[str, Any]] = field(default_factory=lambda: LRUCache(16))
-    catalog_maps: LRUCache[tuple[str, str, int], bytes] = field(default_factory=lambda: LRUCache(1))
+    catalog_maps: LRUCache[tuple[str, str], dict[str, Any]] = field(default_factory=lambda: LRUCache(8))
+    """GET /catalog/map's projection by (catalog fingerprint, tenant); feedback counts are added per request."""
+    curation_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(CURATION_THREADS))
+    """The threads curation views (lint, tool pages, the map) may use at once: never the route's."""
     cache_lock: threading.Lock = field(default_factory=threading.Lock)
     """Guards ``deferred_payloads`` and ``catalog_maps`` (requests run in worker threads)."""
     """GET /catalog/map bodies by (catalog fingerprint, tenant, feedback version); one kept."""
@@ -170,6 +176,12 @@ class ServiceState:
                 logger.warning("the lint report could not be computed", exc_info=True)
 
         threading.Thread(target=compute, name="toolsift-lint", daemon=True).start()
+
+    async def off_the_route_path(self, work: Callable[[], T]) -> T:
+        """Run curation work (a lint report of seconds on a large catalog, a map) on at most
+        ``CURATION_THREADS`` threads: a crowd of curation requests waits for those, without
+        holding the worker threads that routes run on."""
+        return await anyio.to_thread.run_sync(work, limiter=self.curation_limiter)
 
     def caller(self, tenant: TenantSpec | None, router: Router) -> Caller:
         """Who is asking, for ``router``'s catalog: the tenant, or anyone without tenants."""

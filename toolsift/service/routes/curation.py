@@ -11,10 +11,12 @@ from fastapi.responses import HTMLResponse, Response
 
 from toolsift.curation import SEVERITIES, LintReport, Severity
 from toolsift.curation.views import catalog_map as map_of
+from toolsift.curation.views import with_feedback
 from toolsift.service.dependencies import State, Tenant
 from toolsift.service.responses import JSONBytes
 from toolsift.service.schemas import CatalogMap, LintPage
 from toolsift.service.state import ServiceState
+from toolsift.tenants import TenantSpec
 
 WEB_PAGE = Path(__file__).parent.parent.parent / "web" / "index.html"
 FAVICON = WEB_PAGE.with_name("favicon.svg")
@@ -26,13 +28,24 @@ router = APIRouter()
     summary="Curation findings for the loaded catalog (what `toolsift lint` reports), a page at a time",
     response_model=LintPage,
 )
-def lint(
+async def lint(
     state: State,
     tenant: Tenant,
     offset: Annotated[int, Query(ge=0, le=100_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000, description="Findings per page")] = 100,
     severity: Annotated[Severity | None, Query(description="Only findings of this severity")] = None,
     check: Annotated[str | None, Query(max_length=64, description="Only findings of this check (its code)")] = None,
+) -> dict[str, Any]:
+    return await state.off_the_route_path(lambda: lint_page(state, tenant, offset, limit, severity, check))
+
+
+def lint_page(
+    state: ServiceState,
+    tenant: TenantSpec | None,
+    offset: int,
+    limit: int,
+    severity: Severity | None,
+    check: str | None,
 ) -> dict[str, Any]:
     current = state.routers.get()
     report = lint_report(state)
@@ -73,21 +86,25 @@ def _count_by_check(findings: list[Any]) -> dict[str, int]:
     summary="A 2-D map of the tools (PCA of their vectors), token costs, confusable pairs",
     response_model=CatalogMap,
 )
-def catalog_map(state: State, tenant: Tenant) -> Response:
-    """Computed once per catalog, tenant and feedback version (the page asks for it when the map
-    is opened)."""
+async def catalog_map(state: State, tenant: Tenant) -> Response:
+    """The projection is computed once per catalog and tenant (the page asks for it when the map
+    is opened); the feedback counts are added to it per request."""
+    return await state.off_the_route_path(lambda: map_body(state, tenant))
+
+
+def map_body(state: ServiceState, tenant: TenantSpec | None) -> Response:
     current = state.routers.get()
     state.usage.refresh()
     pool = tenant.name if tenant is not None else ""
-    key = (current.catalog.fingerprint, pool, state.usage.book.version)
+    key = (current.catalog.fingerprint, pool)
     with state.cache_lock:
-        body = state.catalog_maps.get(key)
-    if body is None:
-        usage = {name: len(texts) for name, texts in state.usage.book.summary(pool).items()}
-        body = bytes(JSONBytes(map_of(current, state.caller(tenant, current).scope, lint_report(state), usage)).body)
+        document = state.catalog_maps.get(key)
+    if document is None:
+        document = map_of(current, state.caller(tenant, current).scope, lint_report(state))
         with state.cache_lock:
-            state.catalog_maps[key] = body  # the previous one goes
-    return Response(body, media_type="application/json")
+            state.catalog_maps[key] = document
+    usage = {name: len(texts) for name, texts in state.usage.book.summary(pool).items()}
+    return JSONBytes(with_feedback(document, usage))
 
 
 @router.get("/favicon.ico", include_in_schema=False)

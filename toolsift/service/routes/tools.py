@@ -16,6 +16,8 @@ from toolsift.router import TagRules, format_tool
 from toolsift.service.dependencies import State, Tenant
 from toolsift.service.routes.curation import lint_report
 from toolsift.service.schemas import Format, ToolDetail, ToolPage
+from toolsift.service.state import ServiceState
+from toolsift.tenants import TenantSpec
 
 router = APIRouter()
 TOKEN_COUNTER = functools.cache(default_token_counter)
@@ -30,9 +32,13 @@ def _searchable(tool: Tool) -> str:
     summary="One tool: its definition in each format, token costs, findings, neighbours",
     response_model=ToolDetail,
 )
-def tool(name: str, state: State, tenant: Tenant) -> dict[str, Any]:
+async def tool(name: str, state: State, tenant: Tenant) -> dict[str, Any]:
     """``name`` is the catalog name or the name sent to providers. A tool the caller's tenant
     cannot see is unknown (404), with suggestions from its own tools only."""
+    return await state.off_the_route_path(lambda: tool_detail(state, tenant, name))
+
+
+def tool_detail(state: ServiceState, tenant: TenantSpec | None, name: str) -> dict[str, Any]:
     current = state.routers.get()
     caller = state.caller(tenant, current)
     resolved = current.catalog.resolve(name)
