@@ -97,15 +97,14 @@ class ServiceState:
     """The lint report of the serving catalog, by catalog fingerprint (one kept)."""
     lint_asked: bool = False
     """Whether a curation view has asked for a lint report (from then on each is made ahead)."""
-    deferred_payloads: LRUCache[tuple[str, str, str], dict[str, Any]] = field(default_factory=lambda: LRUCache(16))
+    deferred_payloads: LRUCache[tuple[str, str, str], tuple[str, bytes]] = field(default_factory=lambda: LRUCache(16))
+    """GET /deferred's ETag and body by (catalog fingerprint, tenant, format)."""
     catalog_maps: LRUCache[tuple[str, str], dict[str, Any]] = field(default_factory=lambda: LRUCache(8))
     """GET /catalog/map's projection by (catalog fingerprint, tenant); feedback counts are added per request."""
     curation_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(CURATION_THREADS))
     """The threads curation views (lint, tool pages, the map) may use at once: never the route's."""
     cache_lock: threading.Lock = field(default_factory=threading.Lock)
     """Guards ``deferred_payloads`` and ``catalog_maps`` (requests run in worker threads)."""
-    """GET /catalog/map bodies by (catalog fingerprint, tenant, feedback version); one kept."""
-    """GET /deferred answers by (catalog fingerprint, tenant, format)."""
 
     def __post_init__(self) -> None:
         self.metrics = Metrics(self.snapshot)
