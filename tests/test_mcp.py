@@ -23,7 +23,7 @@ from mcp.client.stdio import StdioServerParameters
 from toolsift import Router
 from toolsift.catalog import fingerprint_tools
 from toolsift.embeddings import Embedder
-from toolsift.errors import CatalogError, McpServersFileError
+from toolsift.errors import McpServersFileError
 from toolsift.mcp import LiveCatalog, McpServerSpec, ReloadFailed, parse_sources, router_builder, to_tool
 from toolsift.service import create_app
 from toolsift.service.mcp_server import mcp_server_for
@@ -116,13 +116,34 @@ def test_mcp_tools_become_catalog_tools() -> None:
     assert tool.parameters["required"] == ["city"]
 
 
-def test_name_clash_between_servers_is_an_error(tmp_path: Path, hashing_embedder: Embedder) -> None:
+def test_a_name_clash_drops_the_newcomers_tool_and_the_rest_keeps_applying(
+    tmp_path: Path, hashing_embedder: Embedder
+) -> None:
+    """A clash once froze every later rebuild (and a restart with it exited): now the source that
+    served the name keeps it, the other's tool of that name is left out and reported, and every
+    other change still applies."""
     one, two = stdio_spec(tmp_path / "a.json"), McpServerSpec(name="other", url="http://localhost:1/mcp")
-    live = LiveCatalog([one, two], build=router_builder(hashing_embedder), publish=lambda r: None)
-    live.servers["fixture"].tools = [to_tool(TOOLS[0], one)]
+    published: list[Router] = []
+    live = LiveCatalog([one, two], build=router_builder(hashing_embedder), publish=published.append)
+    live.servers["fixture"].tools = [to_tool(TOOLS[0], one), to_tool(TOOLS[1], one)]
     live.servers["other"].tools = [to_tool(TOOLS[0], two)]
-    with pytest.raises(CatalogError, match="'get_weather' comes from both server 'fixture' and server 'other'.*prefix"):
-        live.merged_catalog()
+    assert [t.name for t in live.merged_catalog()] == ["get_weather", "send_email"]  # the first listed serves it
+    assert live.clashes == [{"tool": "get_weather", "serving": "server 'fixture'", "dropped": ["server 'other'"]}]
+
+    async def scenario() -> None:
+        live.servers["fixture"].tools = [to_tool(TOOLS[1], one)]
+        await live.rebuild("start")  # only 'other' offers get_weather now: it serves it
+        assert live.status()["clashes"] == []
+        live.servers["fixture"].tools = [to_tool(TOOLS[0], one), to_tool(TOOLS[1], one), to_tool(TOOLS[2], one)]
+        await live.rebuild("list_changed")  # 'fixture' offers it too: 'other' keeps it, fixture's new tool lands
+        catalog = published[-1].catalog
+        assert sorted(catalog.names) == ["create_invoice", "get_weather", "send_email"]
+        assert catalog.get("get_weather") == to_tool(TOOLS[0], two)
+        assert live.status()["clashes"] == [
+            {"tool": "get_weather", "serving": "server 'other'", "dropped": ["server 'fixture'"]}
+        ]
+
+    anyio.run(scenario)
 
 
 # -- live catalog over stdio, with the real model --------------------------------------------

@@ -102,6 +102,10 @@ class LiveCatalog:
         self.reloads = 0
         self.last_reload: dict[str, Any] | None = None
         self.last_error: str | None = None
+        self.clashes: list[dict[str, Any]] = []
+        """Tool names offered by more than one source, as of the last merge: who serves each, who was dropped."""
+        self._owners: dict[str, str] = {}
+        """Which source serves each tool name in the published catalog (it keeps it on a clash)."""
         self._build = build
         self._publish = publish
         self._debounce = debounce
@@ -157,32 +161,49 @@ class LiveCatalog:
             "reloads": self.reloads,
             "last_reload": self.last_reload,
             "last_error": self.last_error,
+            "clashes": self.clashes,
         }
 
     # -- building --------------------------------------------------------------------------
 
     def merged_catalog(self) -> Catalog:
-        """The base catalog's tools, then each server's, in the order the servers are listed."""
-        owners: dict[str, str] = {}
-        tools: list[Tool] = []
-        groups: list[tuple[str, list[Tool]]] = [("the base catalog", list(self.base or []))]
-        groups += [(f"server '{name}'", state.tools) for name, state in self.servers.items()]
+        """The base catalog's tools, then each server's, in the order the servers are listed.
+
+        A name offered by several sources is served from one: the source that served it in the
+        published catalog, else the first listed. The others' tool of that name is left out and
+        the clash recorded (``clashes``, ``/admin/status``), so one server can never take a name
+        over, nor stop the other servers' changes from applying."""
+        return self._merge()[0]
+
+    def _merge(self) -> tuple[Catalog, dict[str, str]]:
+        groups: list[tuple[str, list[Tool]]] = [(BASE, list(self.base or []))]
+        groups += [(name, state.tools) for name, state in self.servers.items()]
+        offered: dict[str, list[str]] = {}
         for owner, group in groups:
             for tool in group:
-                if tool.name in owners:
-                    raise CatalogError(
-                        f"tool '{tool.name}' comes from both {owners[tool.name]} and {owner}",
-                        fix="Set a 'prefix' for one of these servers in the MCP servers file",
-                    )
-                owners[tool.name] = owner
-                tools.append(tool)
-        return Catalog(tools, source="mcp:" + ",".join(self.servers))
+                offered.setdefault(tool.name, []).append(owner)
+        keep = {
+            name: self._owners[name] if self._owners.get(name) in owners else owners[0]
+            for name, owners in offered.items()
+        }
+        tools = [tool for owner, group in groups for tool in group if keep[tool.name] == owner]
+        self.clashes = [
+            {"tool": name, "serving": _source(keep[name]), "dropped": [_source(o) for o in owners if o != keep[name]]}
+            for name, owners in offered.items()
+            if len(owners) > 1
+        ]
+        for clash in self.clashes:
+            logger.warning(
+                "tool '%s' is offered by %s too; %s keeps serving it (set a 'prefix' for one server)",
+                clash["tool"], " and ".join(clash["dropped"]), clash["serving"],
+            )  # fmt: skip
+        return Catalog(tools, source="mcp:" + ",".join(self.servers)), keep
 
     async def rebuild(self, reason: str) -> dict[str, Any]:
         async with self._lock:
             started = time.perf_counter()
             try:
-                catalog = self.merged_catalog()
+                catalog, owners = self._merge()
                 if self.router is not None and catalog.fingerprint == self.router.catalog.fingerprint:
                     return {"changed": False, "reason": reason, "tools": len(catalog)}
                 router = await anyio.to_thread.run_sync(self._build, catalog, self.router)
@@ -196,6 +217,7 @@ class LiveCatalog:
             after = set(catalog.names)
             stats = router.last_build
             self.router = router
+            self._owners = owners
             self._publish(router)
             self.reloads += 1
             self.last_error = None
@@ -315,3 +337,11 @@ def _describe(error: BaseException) -> str:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+BASE = ""
+"""The owner name of the base catalog's tools (``--catalog``) among the servers'."""
+
+
+def _source(owner: str) -> str:
+    return "the base catalog" if owner == BASE else f"server '{owner}'"
