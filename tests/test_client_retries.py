@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import anyio
 import httpx
 import pytest
 
-from toolsift.client import AsyncClient, Client, ServiceError
+from toolsift import Router
+from toolsift.client import AsyncClient, Client, ServiceError, turn_key_of
 from toolsift.errors import NotReady
 
 LOADING = {"error": {"type": "NotReady", "message": "the index is loading; try again in a moment"}}
@@ -60,3 +64,25 @@ def test_the_async_client_tries_again_too() -> None:
 
     anyio.run(scenario)
     assert calls == ["/healthz"] * 2
+
+
+def test_a_route_with_a_session_carries_one_turn_key_across_retries(tiny_router: Router) -> None:
+    from fastapi.testclient import TestClient
+
+    from toolsift.service import create_app
+
+    with TestClient(create_app(tiny_router)) as service:
+        answer = service.post("/route", json={"query": "weather", "k": 1}).json()
+    bodies: list[dict[str, Any]] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return httpx.Response(503, json=LOADING) if len(bodies) == 1 else httpx.Response(200, json=answer)
+
+    with Client("http://toolsift", transport=httpx.MockTransport(handle)) as client:
+        client.route("weather", k=1, session_id="conv")
+        client.route("weather", k=1)
+    first, retried, unsessioned = bodies
+    assert first["turn_key"] == retried["turn_key"] and len(first["turn_key"]) == 32
+    assert "turn_key" not in unsessioned
+    assert turn_key_of("toolu_01ABC") == "toolu_01ABC" and len(turn_key_of("has spaces")) == 32

@@ -321,3 +321,16 @@ def test_perf_replicas_measures_one_against_two(tmp_path: Path) -> None:
     assert all(row["requests"] == 48 and row["session_continuity"] == 1.0 for row in document["rows"])
     assert document["throughput_ratio"] == round(document["rows"][1]["per_s"] / document["rows"][0]["per_s"], 2)
     assert "session continuity" in result.output
+
+
+def test_a_retried_turn_in_redis_is_the_same_turn(redis_server: RedisServer, tiny_router: Router) -> None:
+    """A turn whose answer was lost and is sent again (same key) through any replica's store gets
+    the same answer; the session does not advance twice."""
+    first_store = RedisSessionStore(Replicas(redis_server.url, "retry"), cap=64, max_sessions=100, ttl_seconds=60)
+    other_store = RedisSessionStore(Replicas(redis_server.url, "retry"), cap=64, max_sessions=100, ttl_seconds=60)
+    tools = list(tiny_router.catalog)
+    first = first_store.advance("s", tools[:2], tiny_router.catalog, turn_key="k1")
+    again = other_store.advance("s", tools[:2], tiny_router.catalog, turn_key="k1")
+    assert again == first and first.turn == 1 and first.appended == tuple(t.name for t in tools[:2])
+    second = other_store.advance("s", tools[2:3], tiny_router.catalog, turn_key="k2")
+    assert second.turn == 2 and second.appended == (tools[2].name,)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from toolsift import Catalog
+from toolsift import Catalog, Router
 from toolsift.catalog import parse_catalog
 from toolsift.errors import InvalidQuery
 from toolsift.router import SessionStore
@@ -169,3 +169,36 @@ def test_session_cap_reset_over_http(bundled_client: TestClient) -> None:
         if body["session"]["reset"]:
             assert body["session"]["prefix_changed"] and len(body["tools"]) == 4
     assert any(resets), "seven turns of four new tools must hit a cap of twelve"
+
+
+def test_a_retried_turn_gets_the_same_answer_and_the_session_does_not_advance(tiny_router: Router) -> None:
+    from toolsift.router.sessions import SessionState, next_turn
+
+    catalog = tiny_router.catalog
+    tools = list(catalog)
+    state, first = next_turn(SessionState(), "s", tools[:2], catalog, cap=64, turn_key="k1")
+    same_state, again = next_turn(state, "s", tools[:2], catalog, cap=64, turn_key="k1")
+    assert again == first and same_state == state and state.turns == 1
+    assert SessionState.from_json(state.to_json()) == state  # the key travels through Redis too
+    state, second = next_turn(state, "s", tools[2:4], catalog, cap=64, turn_key="k2")
+    assert second.turn == 2 and second.appended == tuple(t.name for t in tools[2:4])
+    _, unkeyed = next_turn(state, "s", tools[2:4], catalog, cap=64)
+    assert unkeyed.turn == 3 and unkeyed.appended == ()  # without a key, a repeat is a new turn
+
+
+def test_a_retried_deferred_search_is_answered_again_not_emptied(tiny_router: Router) -> None:
+    """A search whose answer was lost and is retried used to get an empty tool_result: the session
+    already held the tools. With the same turn key it gets the same answer."""
+    from fastapi.testclient import TestClient
+
+    from toolsift.service import create_app
+
+    with TestClient(create_app(tiny_router)) as client:
+        body = {"query": "weather forecast", "k": 2, "delivery": "tool_reference", "format": "anthropic"}
+        keyed = {**body, "session_id": "conv", "turn_key": "toolu_01"}
+        first = client.post("/route", json=keyed)
+        retried = client.post("/route", json=keyed)
+        assert first.status_code == 200 and first.json()["content"]
+        assert retried.content == first.content  # the same bytes: same references, same turn
+        following = client.post("/route", json={**keyed, "query": "send an email", "turn_key": "toolu_02"}).json()
+        assert following["session"]["turn"] == 2

@@ -17,6 +17,8 @@ connection error, or a 503 while the service loads its index, is retried ``retri
 from __future__ import annotations
 
 import asyncio
+import re
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
@@ -27,6 +29,7 @@ from toolsift.wire import SEARCH_TOOL_NAME, DeferredFormat, DeferredTools, Feedb
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 RETRY_STATUSES = frozenset({502, 503, 504})
+TURN_KEY = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 RETRY_ERRORS = (httpx.TransportError,)
 
 
@@ -66,8 +69,20 @@ def error_from(response: httpx.Response) -> errors.ToolsiftError:
 
 
 def route_request(query: str, **options: Any) -> dict[str, Any]:
-    """The ``POST /route`` body: ``query`` and the options that are set."""
-    return {"query": query, **{key: value for key, value in options.items() if value is not None}}
+    """The ``POST /route`` body: ``query`` and the options that are set. With a session, a fresh
+    ``turn_key`` unless one is given: the body is built once per call, so a retry sends the same
+    key and gets the same answer instead of a second turn."""
+    body = {"query": query, **{key: value for key, value in options.items() if value is not None}}
+    if body.get("session_id") and not body.get("turn_key"):
+        body["turn_key"] = uuid.uuid4().hex
+    return body
+
+
+def turn_key_of(call_id: Any) -> str:
+    """The turn key for answering one search call of the model: its id when it fits, so the same
+    call answered twice is one turn."""
+    text = str(call_id or "")
+    return text if TURN_KEY.fullmatch(text) else uuid.uuid4().hex
 
 
 def feedback_request(query: str, tool: str, session_id: str | None) -> dict[str, Any]:
@@ -166,14 +181,15 @@ def anthropic_search(tool_use: Any, k: int, session_id: str | None) -> dict[str,
     """The ``/route`` request answering an Anthropic ``tool_use`` of the search tool."""
     arguments = search_arguments(_field(tool_use, "input"))
     return {"query": arguments["query"], "delivery": "tool_reference", "format": "anthropic",
-            **_search_options(arguments, k, session_id)}  # fmt: skip
+            "turn_key": turn_key_of(_field(tool_use, "id")), **_search_options(arguments, k, session_id)}  # fmt: skip
 
 
 def openai_search(call: Any, k: int, session_id: str | None) -> dict[str, Any]:
     """The ``/route`` request answering an OpenAI Responses ``tool_search_call`` item."""
     arguments = search_arguments(_field(call, "arguments"))
+    call_id = _field(call, "call_id") or _field(call, "id")
     return {"query": arguments["query"], "delivery": "tool_search_output", "format": "responses",
-            "call_id": _field(call, "call_id") or _field(call, "id"), **_search_options(arguments, k, session_id)}  # fmt: skip
+            "call_id": call_id, "turn_key": turn_key_of(call_id), **_search_options(arguments, k, session_id)}  # fmt: skip
 
 
 def _tool_result(tool_use: Any, found: RouteResponse) -> dict[str, Any]:

@@ -124,6 +124,14 @@ class RouteRequest(WireModel):
         pattern=r"^[A-Za-z0-9._:-]+$",
         description="With delivery=tool_search_output: the call_id of the model's tool search call",
     )
+    turn_key: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9._:-]+$",
+        description="With a session_id: a key for this request (the Python client sends a fresh one per call). "
+        "A retry with the same key gets the same answer, never a second turn",
+    )
     repeat_references: bool = Field(
         default=False,
         description="With a deferred delivery and a session: reference every match again, also those "

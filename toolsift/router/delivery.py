@@ -153,6 +153,7 @@ def deliver(
             ranked=result.names,
             policy=query.session_policy,
             permitted=permitted,
+            turn_key=query.turn_key,
         )
         turn = replace(turn, session_id=query.session_id)
         tools = turn.tools

@@ -34,7 +34,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from cachetools import TTLCache
@@ -77,16 +77,46 @@ class SessionTurn:
 
 
 @dataclass(frozen=True)
+class LastTurn:
+    """What the session's latest turn did, under the key the caller sent with it: a retry of that
+    request (same key) gets the same answer instead of a second turn."""
+
+    key: str
+    appended: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    replaced: tuple[str, ...] = ()
+    reset: bool = False
+    held_back: tuple[str, ...] = ()
+    withheld: tuple[str, ...] = ()
+
+    FIELDS = ("appended", "removed", "replaced", "held_back", "withheld")
+
+    def to_json(self) -> dict[str, object]:
+        return {"key": self.key, "reset": self.reset, **{name: list(getattr(self, name)) for name in self.FIELDS}}
+
+    @classmethod
+    def from_json(cls, data: object) -> LastTurn | None:
+        if not isinstance(data, dict) or not isinstance(data.get("key"), str) or not data["key"]:
+            return None
+        names = {name: tuple(str(n) for n in data.get(name) or () if isinstance(n, str)) for name in cls.FIELDS}
+        return cls(data["key"], reset=bool(data.get("reset")), **names)
+
+
+@dataclass(frozen=True)
 class SessionState:
     """What a store keeps of a session: its tools in delivery order, each as (name, digest of the
-    definition given), and how many turns it has had. Names and digests only, so any process
-    (any replica) can continue it against its own copy of the catalog."""
+    definition given), how many turns it has had, and what the last keyed turn did. Names and
+    digests only, so any process (any replica) can continue it against its own copy of the catalog."""
 
     tools: tuple[tuple[str, str], ...] = ()
     turns: int = 0
+    last: LastTurn | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {"tools": [list(entry) for entry in self.tools], "turns": self.turns}
+        found: dict[str, object] = {"tools": [list(entry) for entry in self.tools], "turns": self.turns}
+        if self.last is not None:
+            found["last"] = self.last.to_json()
+        return found
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> SessionState:
@@ -97,7 +127,7 @@ class SessionState:
             if isinstance(tools, list)
             else ()
         )
-        return cls(entries, turns if isinstance(turns, int) else 0)
+        return cls(entries, turns if isinstance(turns, int) else 0, LastTurn.from_json(data.get("last")))
 
 
 def next_turn(
@@ -110,9 +140,44 @@ def next_turn(
     ranked: Sequence[str] = (),
     policy: SessionPolicy = "all",
     permitted: Callable[[Tool], bool] | None = None,
+    turn_key: str | None = None,
 ) -> tuple[SessionState, SessionTurn]:
     """The session after this turn, and what the turn did: the one transition every store uses,
-    so a session continues identically in any process."""
+    so a session continues identically in any process.
+
+    ``turn_key``: the caller's key for this request. When it is the key of the session's latest
+    turn, the request is a retry (its answer was lost, or the store's own retry ran it twice):
+    that turn's answer is given again and the session is left as it is."""
+    if turn_key and state.last is not None and state.last.key == turn_key:
+        return state, _replayed(state, session_id, catalog)
+    state, turn = _advanced(state, session_id, selected, catalog, cap, ranked, policy, permitted)
+    if turn_key:
+        last = LastTurn(turn_key, turn.appended, turn.removed, turn.replaced, turn.reset, turn.held_back, turn.withheld)
+        state = replace(state, last=last)
+    return state, turn
+
+
+def _replayed(state: SessionState, session_id: str, catalog: Catalog) -> SessionTurn:
+    """The latest turn's answer again: the session's tools as they stand, and what that turn did."""
+    last = state.last
+    assert last is not None
+    tools = tuple(tool for tool in (catalog.get(name) for name, _ in state.tools) if tool is not None)
+    return SessionTurn(
+        session_id, state.turns, tools, last.appended, last.removed, last.replaced, last.reset, last.held_back,
+        last.withheld,
+    )  # fmt: skip
+
+
+def _advanced(
+    state: SessionState,
+    session_id: str,
+    selected: Sequence[Tool],
+    catalog: Catalog,
+    cap: int,
+    ranked: Sequence[str],
+    policy: SessionPolicy,
+    permitted: Callable[[Tool], bool] | None,
+) -> tuple[SessionState, SessionTurn]:
     turns = state.turns + 1
     kept, removed, replaced = _refresh(state.tools, catalog)
     withheld = tuple(tool.name for tool in kept if permitted is not None and not permitted(tool))
@@ -171,6 +236,7 @@ class Sessions(Protocol):
         ranked: Sequence[str] = (),
         policy: SessionPolicy = "all",
         permitted: Callable[[Tool], bool] | None = None,
+        turn_key: str | None = None,
     ) -> SessionTurn: ...
 
     def names(self, session_id: str) -> tuple[str, ...]: ...
@@ -226,19 +292,22 @@ class SessionStore:
         ranked: Sequence[str] = (),
         policy: SessionPolicy = "all",
         permitted: Callable[[Tool], bool] | None = None,
+        turn_key: str | None = None,
     ) -> SessionTurn:
         """Add this turn's ``selected`` tools (in the order given, normally canonical) to the session.
 
         ``ranked``: the names of the selection's ranked matches, best first (the rest of
         ``selected`` being pinned tools); the ``outranking`` policy needs it. ``permitted``: this
         turn's rules; session tools it refuses are withheld (taken out of the list and reported),
-        so a turn never delivers a tool its own rules forbid."""
+        so a turn never delivers a tool its own rules forbid. ``turn_key``: see ``next_turn`` (a
+        retried request gets the same answer, not a second turn)."""
         check_policy(policy)
         with self._lock:
             state = self._sessions.pop(session_id, None) or SessionState()
             state, turn = next_turn(
-                state, session_id, selected, catalog, cap=self.cap, ranked=ranked, policy=policy, permitted=permitted
-            )
+                state, session_id, selected, catalog, cap=self.cap, ranked=ranked, policy=policy, permitted=permitted,
+                turn_key=turn_key,
+            )  # fmt: skip
             self._sessions[session_id] = state  # its time to live starts again
             return turn
 

@@ -160,6 +160,7 @@ class RedisSessionStore:
         ranked: Sequence[str] = (),
         policy: SessionPolicy = "all",
         permitted: Callable[[Tool], bool] | None = None,
+        turn_key: str | None = None,
     ) -> SessionTurn:
         check_policy(policy)
         key = self._key(session_id)
@@ -168,8 +169,9 @@ class RedisSessionStore:
         def turn(pipe: redis.client.Pipeline) -> None:
             state = _decoded(pipe.get(key))
             state, done = next_turn(
-                state, session_id, selected, catalog, cap=self.cap, ranked=ranked, policy=policy, permitted=permitted
-            )
+                state, session_id, selected, catalog, cap=self.cap, ranked=ranked, policy=policy, permitted=permitted,
+                turn_key=turn_key,
+            )  # fmt: skip
             turns[:] = [done]
             pipe.multi()
             pipe.set(key, orjson.dumps(state.to_json()), px=int(self.ttl_seconds * 1000))

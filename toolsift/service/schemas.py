@@ -85,6 +85,7 @@ def route_query(request: RouteRequest) -> RouteQuery:
         session_policy=request.session_policy,
         call_id=request.call_id,
         repeat_references=request.repeat_references,
+        turn_key=request.turn_key,
     )
 
 
