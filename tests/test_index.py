@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from toolsift import Catalog
 from toolsift.catalog import parse_catalog
 from toolsift.embeddings import HashingEmbedder, compose_tool_text
 from toolsift.errors import IndexMismatch, IndexNotFound
-from toolsift.index import ExactIndex, FaissIndex, ToolIndex
+from toolsift.index import ExactIndex, FaissIndex, IndexKind, ToolIndex
 from toolsift.index.folder_lock import lock_file
 
 
@@ -240,3 +241,26 @@ def test_folder_lock_serialises_threads_is_reentrant_and_times_out(tmp_path: Pat
         waiter.start()
         waiter.join()
     assert refused == [True]
+
+
+def test_a_load_never_mixes_two_builds_when_a_save_lands_meanwhile(
+    tmp_path: Path, tiny_router: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker starting while another saved an edit read catalog.jsonl of one build and the
+    vectors of the next (its link was followed per file) and refused to start."""
+
+    folder = tiny_router.save(tmp_path / "index")
+    fax = parse_catalog([{"name": "send_fax", "description": "Send a fax to a phone number."}], source="fax")
+    bigger = tiny_router.rebuilt(Catalog([*tiny_router.catalog, *fax], source="bigger"))
+    read = FaissIndex.read
+    saved: list[bool] = []
+
+    def read_while_saving(path: Path, kind: IndexKind) -> Any:
+        if not saved:  # the catalog of the old build is read: a save lands before its vectors are
+            saved.append(True)
+            bigger.save(folder)
+        return read(path, kind)
+
+    monkeypatch.setattr(FaissIndex, "read", staticmethod(read_while_saving))
+    loaded = ToolIndex.load(folder)
+    assert saved and len(loaded.catalog) == len(loaded.vectors) == len(bigger.catalog)  # the new build, whole

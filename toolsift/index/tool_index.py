@@ -25,7 +25,7 @@ from toolsift._version import __version__
 from toolsift.catalog import Catalog, load_catalog
 from toolsift.embeddings import Embedder, EmbeddingCache, compose_tool_text, embed_documents_cached
 from toolsift.embeddings.cache import CacheStats
-from toolsift.errors import IndexMismatch, IndexNotFound
+from toolsift.errors import IndexMismatch, IndexNotFound, ToolsiftError
 from toolsift.index.faiss_index import FaissIndex, IndexKind, resolve_kind
 from toolsift.index.folder_lock import folder_lock
 
@@ -77,6 +77,17 @@ class BuildStats:
 
 def _previous(target: Path) -> Path:
     return target.with_name(f".{target.name}.previous")
+
+
+LOAD_ATTEMPTS = 5
+
+
+def _build_of(folder: Path) -> Path:
+    """The build an index folder stands for now: its link's target (resolved once), the folder
+    itself when it is a real folder, or the moved-aside copy of an interrupted save."""
+    if not folder.exists() and _previous(folder).is_dir():
+        return _previous(folder)  # a save was interrupted while moving an old-style folder aside
+    return _resolved_version(folder) or folder
 
 
 def _resolved_version(target: Path) -> Path | None:
@@ -234,11 +245,24 @@ class ToolIndex:
         expected_model: str | None = None,
         expected_catalog: str | None = None,
     ) -> ToolIndex:
-        """Load a saved index, refusing one that does not match what the caller expects."""
-        folder = Path(path)
-        shown = str(folder)
-        if not folder.exists() and _previous(folder).is_dir():
-            folder = _previous(folder)  # a save was interrupted while moving an old-style folder aside
+        """Load a saved index, refusing one that does not match what the caller expects.
+
+        The folder's link is followed once and every file read from the build it points to, so a
+        save landing meanwhile (the link swapped, the old build removed) never mixes two builds:
+        the load starts again from the new one."""
+        for attempt in range(LOAD_ATTEMPTS):
+            build = _build_of(Path(path))
+            try:
+                return cls._load_build(build, str(path), expected_model, expected_catalog)
+            except (ToolsiftError, OSError, RuntimeError):  # RuntimeError: FAISS reading a removed file
+                if attempt == LOAD_ATTEMPTS - 1 or _build_of(Path(path)) == build:
+                    raise  # nothing was saved meanwhile: the folder itself is at fault
+        raise AssertionError("unreachable")
+
+    @classmethod
+    def _load_build(
+        cls, folder: Path, shown: str, expected_model: str | None, expected_catalog: str | None
+    ) -> ToolIndex:
         for name in (MANIFEST, CATALOG, VECTORS):
             if not (folder / name).is_file():
                 raise IndexNotFound(shown, name)
