@@ -429,3 +429,41 @@ def test_langgraph_bigtool_retrieves_with_toolsift(served: str) -> None:
         expected = [match.name for match in toolsift.route("weather forecast", k=2).matches]
     assert state["selected_tool_ids"] == expected and set(expected) <= WEATHER_TOOLS
     assert state["messages"][-1].content == "Here is the forecast."
+
+
+def test_the_deferred_glue_holds_the_operators_rules_whatever_the_model_asks(tiny_router: Router) -> None:
+    """The model may narrow its search (its tags), never widen it past the operator's tags, access
+    rule and pinned tools."""
+    import json as json_module
+
+    from toolsift.client import Client
+
+    sent: list[dict[str, Any]] = []
+    with TestClient(create_app(tiny_router)) as service:
+
+        def forward(request: httpx.Request) -> httpx.Response:
+            sent.append(json_module.loads(request.content))
+            answer = service.post(
+                request.url.path, content=request.content, headers={"content-type": "application/json"}
+            )
+            return httpx.Response(
+                answer.status_code, content=answer.content, headers={"content-type": "application/json"}
+            )
+
+        with Client("http://toolsift", transport=httpx.MockTransport(forward)) as client:
+            tool_use = {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": SEARCH_TOOL_NAME,
+                "input": {"query": "delete a file", "tags": ["files"], "k": 8},
+            }
+            narrowed = client.anthropic_tool_result(tool_use, tags={"exclude": ["admin"]})
+            pinned = client.anthropic_tool_result(tool_use, tags={"exclude": ["admin"]}, pinned=["search_emails"])
+            call = {"type": "tool_search_call", "call_id": "call_1", "arguments": {"query": "delete a file", "k": 8}}
+            item = client.openai_tool_search_output(call, access="non_destructive")
+    assert sent[0]["tags"] == {"exclude": ["admin"], "any": ["files"]}  # the model narrows within the operator's
+    assert "delete_file" not in [block["tool_name"] for block in narrowed["content"]]
+    assert sent[1]["tags"] == {"exclude": ["admin"]} and sent[1]["pinned"] == ["search_emails"]
+    referenced = [block["tool_name"] for block in pinned["content"]]
+    assert "delete_file" not in referenced and "search_emails" in referenced
+    assert sent[2]["access"] == "non_destructive" and "delete_file" not in [tool["name"] for tool in item["tools"]]

@@ -159,3 +159,17 @@ def test_a_caller_never_gets_a_tool_outside_its_scope(tiny_router: Router, deliv
         tiny_router, RouteQuery("send an email", 1, session_id="s"), Caller.anyone(tiny_router.catalog), sessions
     )
     assert everyone.session is not None and everyone.session.turn == 1
+
+
+def test_a_retried_mcp_search_with_its_turn_key_is_the_same_turn(tiny_router: Router) -> None:
+    async def scenario() -> None:
+        async with Client(mcp_server_for(tiny_router)) as client:
+            arguments = {"query": "weather forecast", "k": 2, "session_id": "conv", "turn_key": "search-1"}
+            first = await client.call_tool("search_tools", arguments)
+            retried = await client.call_tool("search_tools", arguments)
+            following = await client.call_tool("search_tools", {**arguments, "turn_key": "search-2"})
+        assert first.structured_content is not None and retried.structured_content == first.structured_content
+        assert first.structured_content["session"]["turn"] == 1
+        assert following.structured_content is not None and following.structured_content["session"]["turn"] == 2
+
+    anyio.run(scenario)

@@ -104,8 +104,32 @@ def _field(item: Any, name: str) -> Any:
     return item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
 
 
-def _search_options(arguments: Mapping[str, Any], k: int, session_id: str | None) -> dict[str, Any]:
-    return {"k": int(arguments.get("k") or k), "tags": arguments.get("tags") or None, "session_id": session_id}
+def _search_options(
+    arguments: Mapping[str, Any], k: int, session_id: str | None, rules: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The model's own options (k, tags), within the operator's ``rules`` (``tags``, ``access``,
+    ``pinned``, as ``POST /route`` takes them): the model may narrow a search, never widen it.
+    With pinned tools the model's tags are left out (a pinned tool must pass the request's rules,
+    and the operator's pin wins)."""
+    rules = rules or {}
+    asked = None if rules.get("pinned") else arguments.get("tags") or None
+    return {
+        "k": int(arguments.get("k") or k),
+        "tags": _merged_tags(asked, rules.get("tags")),
+        "session_id": session_id,
+        "access": rules.get("access"),
+        "pinned": rules.get("pinned"),
+    }
+
+
+def _merged_tags(asked: Any, operator: Any) -> Any:
+    """The operator's tag rules, with the model's tags as ``any`` when the operator set none."""
+    if operator is None:
+        return asked
+    merged = {"any": list(operator)} if isinstance(operator, list | tuple) else dict(operator)
+    if asked and not merged.get("any"):
+        merged["any"] = list(asked) if isinstance(asked, list | tuple) else asked
+    return merged
 
 
 class Client:
@@ -167,29 +191,36 @@ class Client:
         body: dict[str, Any] = self._request("GET", "/healthz").json()
         return body
 
-    def anthropic_tool_result(self, tool_use: Any, *, k: int = 5, session_id: str | None = None) -> dict[str, Any]:
+    def anthropic_tool_result(
+        self, tool_use: Any, *, k: int = 5, session_id: str | None = None, **rules: Any
+    ) -> dict[str, Any]:
         """The ``tool_result`` block answering the model's ``toolsift_search`` call (a ``tool_use``
-        block, SDK object or dict): ``tool_reference`` blocks for the tools found."""
-        return _tool_result(tool_use, self.route(**anthropic_search(tool_use, k, session_id)))
+        block, SDK object or dict): ``tool_reference`` blocks for the tools found. ``rules``: the
+        operator's ``tags``, ``access`` and ``pinned``, held whatever the model asks."""
+        return _tool_result(tool_use, self.route(**anthropic_search(tool_use, k, session_id, rules)))
 
-    def openai_tool_search_output(self, call: Any, *, k: int = 5, session_id: str | None = None) -> dict[str, Any]:
+    def openai_tool_search_output(
+        self, call: Any, *, k: int = 5, session_id: str | None = None, **rules: Any
+    ) -> dict[str, Any]:
         """The ``tool_search_output`` item answering the model's ``tool_search_call`` item."""
-        return _output_item(self.route(**openai_search(call, k, session_id)))
+        return _output_item(self.route(**openai_search(call, k, session_id, rules)))
 
 
-def anthropic_search(tool_use: Any, k: int, session_id: str | None) -> dict[str, Any]:
+def anthropic_search(
+    tool_use: Any, k: int, session_id: str | None, rules: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The ``/route`` request answering an Anthropic ``tool_use`` of the search tool."""
     arguments = search_arguments(_field(tool_use, "input"))
     return {"query": arguments["query"], "delivery": "tool_reference", "format": "anthropic",
-            "turn_key": turn_key_of(_field(tool_use, "id")), **_search_options(arguments, k, session_id)}  # fmt: skip
+            "turn_key": turn_key_of(_field(tool_use, "id")), **_search_options(arguments, k, session_id, rules)}  # fmt: skip
 
 
-def openai_search(call: Any, k: int, session_id: str | None) -> dict[str, Any]:
+def openai_search(call: Any, k: int, session_id: str | None, rules: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The ``/route`` request answering an OpenAI Responses ``tool_search_call`` item."""
     arguments = search_arguments(_field(call, "arguments"))
     call_id = _field(call, "call_id") or _field(call, "id")
     return {"query": arguments["query"], "delivery": "tool_search_output", "format": "responses",
-            "call_id": call_id, "turn_key": turn_key_of(call_id), **_search_options(arguments, k, session_id)}  # fmt: skip
+            "call_id": call_id, "turn_key": turn_key_of(call_id), **_search_options(arguments, k, session_id, rules)}  # fmt: skip
 
 
 def _tool_result(tool_use: Any, found: RouteResponse) -> dict[str, Any]:
@@ -259,14 +290,14 @@ class AsyncClient:
         return body
 
     async def anthropic_tool_result(
-        self, tool_use: Any, *, k: int = 5, session_id: str | None = None
+        self, tool_use: Any, *, k: int = 5, session_id: str | None = None, **rules: Any
     ) -> dict[str, Any]:
-        return _tool_result(tool_use, await self.route(**anthropic_search(tool_use, k, session_id)))
+        return _tool_result(tool_use, await self.route(**anthropic_search(tool_use, k, session_id, rules)))
 
     async def openai_tool_search_output(
-        self, call: Any, *, k: int = 5, session_id: str | None = None
+        self, call: Any, *, k: int = 5, session_id: str | None = None, **rules: Any
     ) -> dict[str, Any]:
-        return _output_item(await self.route(**openai_search(call, k, session_id)))
+        return _output_item(await self.route(**openai_search(call, k, session_id, rules)))
 
 
 def langgraph_bigtool_retrievers(

@@ -79,6 +79,13 @@ SessionId = Annotated[
     str | None,
     Field(min_length=1, max_length=128, pattern=SESSION_ID_PATTERN, description="Keep earlier results in place"),
 ]
+TurnKey = Annotated[
+    str | None,
+    Field(
+        min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$",
+        description="With session_id: a key for this search; retried with the same key, it gets the same answer",
+    ),
+]  # fmt: skip
 Policy = Annotated[
     SessionPolicy, Field(description="outranking: append only new tools ranked above the session's best")
 ]
@@ -127,13 +134,13 @@ def create_mcp_server(
     def search_tools(
         ctx: Context, query: Query, k: K = 5, tags: AnyTags = None, exclude_tags: ExcludeTags = None,
         access: AccessRule = "any", pinned: Pinned = None, min_score: MinScore = None, session_id: SessionId = None,
-        session_policy: Policy = "all",
+        session_policy: Policy = "all", turn_key: TurnKey = None,
     ) -> dict[str, Any]:  # fmt: skip
         try:
             rules = TagRules.parse(any_of=tags, exclude=exclude_tags, access=access)
             request = RouteQuery(
                 query, k, rules, output_format="mcp", min_score=min_score, pinned=tuple(pinned or ()),
-                session_id=session_id, session_policy=session_policy,
+                session_id=session_id, session_policy=session_policy, turn_key=turn_key,
             )  # fmt: skip
             return answers.search(ctx, request)
         except ToolsiftError as error:  # the message says what to fix; let the client's model read it
