@@ -467,3 +467,36 @@ def test_the_deferred_glue_holds_the_operators_rules_whatever_the_model_asks(tin
     referenced = [block["tool_name"] for block in pinned["content"]]
     assert "delete_file" not in referenced and "search_emails" in referenced
     assert sent[2]["access"] == "non_destructive" and "delete_file" not in [tool["name"] for tool in item["tools"]]
+
+
+def test_the_operator_narrows_the_deferred_list_with_the_routes_rules(client: TestClient) -> None:
+    def names(**params: Any) -> tuple[list[str], str]:
+        response = client.get("/deferred", params={"format": "anthropic", **params})
+        assert response.status_code == 200, response.text
+        return [tool["name"] for tool in response.json()["tools"][1:]], response.headers["etag"]
+
+    every, every_tag = names()
+    no_admin, no_admin_tag = names(exclude_tag=["admin"])
+    assert "delete_file" in every and "delete_file" not in no_admin and no_admin_tag != every_tag
+    assert names(tag=["weather", "calendar"])[0] == ["create_event", "get_forecast", "get_weather", "list_events"]
+    assert "delete_file" not in names(access="non_destructive")[0]
+    unchanged = client.get(
+        "/deferred", params={"format": "anthropic", "exclude_tag": "admin"}, headers={"If-None-Match": no_admin_tag}
+    )
+    assert unchanged.status_code == 304
+    typo = client.get("/deferred", params={"format": "anthropic", "tag": "wether"})
+    assert typo.status_code == 400 and "weather" in typo.json()["error"]["message"]
+
+
+def test_the_client_asks_for_a_narrowed_deferred_list(client: TestClient) -> None:
+    from toolsift.client import Client
+
+    def forward(request: httpx.Request) -> httpx.Response:
+        answer = client.get(request.url.path, params=request.url.params)
+        return httpx.Response(answer.status_code, content=answer.content, headers={"content-type": "application/json"})
+
+    with Client("http://toolsift", transport=httpx.MockTransport(forward)) as toolsift:
+        narrowed = toolsift.deferred("openai", exclude_tag=["admin"])
+        nothing = toolsift.deferred("openai", access="non_destructive")  # no tiny tool is annotated so
+    assert "delete_file" not in [tool.get("name") for tool in narrowed.tools] and narrowed.count == 7
+    assert nothing.count == 0 and len(nothing.tools) == 1  # the search tool alone

@@ -78,6 +78,11 @@ def route_request(query: str, **options: Any) -> dict[str, Any]:
     return body
 
 
+def deferred_params(format: str, rules: Mapping[str, Any]) -> dict[str, Any]:
+    """The query string of ``GET /deferred``: the format and the rules that are set."""
+    return {"format": format, **{key: value for key, value in rules.items() if value is not None}}
+
+
 def turn_key_of(call_id: Any) -> str:
     """The turn key for answering one search call of the model: its id when it fits, so the same
     call answered twice is one turn."""
@@ -172,8 +177,10 @@ class Client:
         response = self._request("POST", "/route", json=route_request(query, **options))
         return RouteResponse.model_validate(response.json())
 
-    def deferred(self, format: DeferredFormat) -> DeferredTools:
-        return DeferredTools.model_validate(self._request("GET", "/deferred", params={"format": format}).json())
+    def deferred(self, format: DeferredFormat, **rules: Any) -> DeferredTools:
+        """``GET /deferred``; ``rules``: ``tag``, ``exclude_tag`` (lists), ``access``."""
+        params = deferred_params(format, rules)
+        return DeferredTools.model_validate(self._request("GET", "/deferred", params=params).json())
 
     def feedback(self, query: str, tool: str, *, session_id: str | None = None) -> FeedbackAccepted:
         """``POST /feedback``: ``tool`` is what the model called for ``query``; later routes learn
@@ -271,8 +278,8 @@ class AsyncClient:
         response = await self._request("POST", "/route", json=route_request(query, **options))
         return RouteResponse.model_validate(response.json())
 
-    async def deferred(self, format: DeferredFormat) -> DeferredTools:
-        response = await self._request("GET", "/deferred", params={"format": format})
+    async def deferred(self, format: DeferredFormat, **rules: Any) -> DeferredTools:
+        response = await self._request("GET", "/deferred", params=deferred_params(format, rules))
         return DeferredTools.model_validate(response.json())
 
     async def feedback(self, query: str, tool: str, *, session_id: str | None = None) -> FeedbackAccepted:

@@ -23,7 +23,7 @@ from toolsift.embeddings.batching import set_max_batch
 from toolsift.embeddings.onnx_runtime import set_threads
 from toolsift.errors import NotReady
 from toolsift.extras import missing_extra
-from toolsift.router import Caller, Delivered, RouteQuery, Router, SessionStore, answer
+from toolsift.router import Caller, Delivered, RouteQuery, Router, SessionStore, TagRules, answer
 from toolsift.router.sessions import Sessions
 from toolsift.router.threads import single_threaded_queries
 from toolsift.router.usage import UsageBook
@@ -97,8 +97,10 @@ class ServiceState:
     """The lint report of the serving catalog, by catalog fingerprint (one kept)."""
     lint_asked: bool = False
     """Whether a curation view has asked for a lint report (from then on each is made ahead)."""
-    deferred_payloads: LRUCache[tuple[str, str, str], tuple[str, bytes]] = field(default_factory=lambda: LRUCache(16))
-    """GET /deferred's ETag and body by (catalog fingerprint, tenant, format)."""
+    deferred_payloads: LRUCache[tuple[str, str, str, TagRules], tuple[str, bytes]] = field(
+        default_factory=lambda: LRUCache(16)
+    )
+    """GET /deferred's ETag and body by (catalog fingerprint, tenant, format, rules)."""
     catalog_maps: LRUCache[tuple[str, str], dict[str, Any]] = field(default_factory=lambda: LRUCache(8))
     """GET /catalog/map's projection by (catalog fingerprint, tenant); feedback counts are added per request."""
     curation_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(CURATION_THREADS))

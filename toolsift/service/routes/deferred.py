@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query
 from fastapi.responses import Response
 
+from toolsift.router import Access, TagRules
 from toolsift.router.deferred import DeferredFormat, deferred_tools
 from toolsift.service.dependencies import State, Tenant
 from toolsift.service.responses import JSONBytes
@@ -25,17 +26,28 @@ def deferred(
     state: State,
     tenant: Tenant,
     format: Annotated[DeferredFormat, Query(description="anthropic (Messages API) or openai (Responses API)")],
+    tag: Annotated[list[str] | None, Query(description="Only tools with any of these tags (repeatable)")] = None,
+    exclude_tag: Annotated[list[str] | None, Query(description="No tool with any of these tags (repeatable)")] = None,
+    access: Annotated[
+        Access, Query(description="read_only / non_destructive: only tools whose annotations allow it")
+    ] = "any",
     if_none_match: Annotated[str | None, Header()] = None,
 ) -> Response:
     """Byte-stable (sorted by name, keys sorted) with an ETag that changes only when the tools the
-    caller may see change; ``If-None-Match`` with it answers 304. Serialised once per catalog,
-    tenant and format (on 20,000 tools the body is megabytes)."""
+    caller may see change; ``If-None-Match`` with it answers 304. The operator's ``tag``,
+    ``exclude_tag`` and ``access`` rules narrow the tools (send the same rules with each
+    ``/route``). Serialised once per catalog, tenant, format and rules (on 20,000 tools the body is
+    megabytes)."""
     current = state.routers.get()
-    key = (current.catalog.fingerprint, tenant.name if tenant else "", format)
+    rules = TagRules.parse(any_of=tag or [], exclude=exclude_tag or [], access=access)
+    key = (current.catalog.fingerprint, tenant.name if tenant else "", format, rules)
     with state.cache_lock:
         found = state.deferred_payloads.get(key)
     if found is None:
-        payload = deferred_tools(state.caller(tenant, current).scope.tools, format)
+        scope = state.caller(tenant, current).scope
+        allowed = current.tag_index.allowed(rules, scope.ids)  # an unknown tag: 400, naming the caller's tags
+        tools = scope.tools if allowed is None else tuple(current.catalog[int(p)] for p in allowed.tolist())
+        payload = deferred_tools(tools, format)
         found = (f'"{payload["fingerprint"]}"', bytes(JSONBytes(payload).body))
         with state.cache_lock:
             state.deferred_payloads[key] = found
