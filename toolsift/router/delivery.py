@@ -159,13 +159,13 @@ def deliver(
         tools = turn.tools
     elif query.delivery == "allowed_tools":
         tools = superset_for(router, query.rules, result.pinned, caller.scope)
-    names = [wire_name(tool.name) for tool in selected]
-    choice = allowed_tools_choice(names) if query.delivery == "allowed_tools" else None
+    choice = None
+    if query.delivery == "allowed_tools":
+        choice = allowed_tools_choice([wire_name(tool.name) for tool in selected])
     references: tuple[Tool, ...] = ()
     if query.delivery in DEFERRED_DELIVERIES:
-        new = (
-            set(turn.appended) if turn is not None and not query.repeat_references else None
-        )  # the model holds the rest
+        held = turn is not None and not query.repeat_references
+        new = set(turn.appended) if held and turn is not None else None  # the model holds the rest
         references = tuple(tool for tool in selected if new is None or tool.name in new)
     return Delivered(result, tools, query.output_format, query.delivery, turn, choice, references, query.call_id)
 
