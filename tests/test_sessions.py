@@ -202,3 +202,15 @@ def test_a_retried_deferred_search_is_answered_again_not_emptied(tiny_router: Ro
         assert retried.content == first.content  # the same bytes: same references, same turn
         following = client.post("/route", json={**keyed, "query": "send an email", "turn_key": "toolu_02"}).json()
         assert following["session"]["turn"] == 2
+
+
+def test_a_reused_turn_key_never_delivers_what_this_requests_rules_forbid(tiny_router: Router) -> None:
+    from toolsift.router import RouteQuery, TagRules, answer
+
+    sessions = SessionStore()
+    wide = answer(tiny_router, RouteQuery("delete a file", 8, session_id="s", turn_key="k"), sessions=sessions)
+    assert "delete_file" in [tool.name for tool in wide.tools]
+    narrow = RouteQuery("delete a file", 8, TagRules(access="read_only"), session_id="s", turn_key="k")
+    again = answer(tiny_router, narrow, sessions=sessions)
+    assert "delete_file" not in [tool.name for tool in again.tools] and again.session is not None
+    assert "delete_file" in again.session.withheld and again.session.turn == 2  # a turn of its own

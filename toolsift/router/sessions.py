@@ -147,9 +147,12 @@ def next_turn(
 
     ``turn_key``: the caller's key for this request. When it is the key of the session's latest
     turn, the request is a retry (its answer was lost, or the store's own retry ran it twice):
-    that turn's answer is given again and the session is left as it is."""
+    that turn's answer is given again and the session is left as it is — unless this request's
+    rules (``permitted``) forbid one of its tools: rules hold over any key."""
     if turn_key and state.last is not None and state.last.key == turn_key:
-        return state, _replayed(state, session_id, catalog)
+        replayed = _replayed(state, session_id, catalog)
+        if permitted is None or all(permitted(tool) for tool in replayed.tools):
+            return state, replayed  # a key reused with rules that forbid a tool is a turn of its own
     state, turn = _advanced(state, session_id, selected, catalog, cap, ranked, policy, permitted)
     if turn_key:
         last = LastTurn(turn_key, turn.appended, turn.removed, turn.replaced, turn.reset, turn.held_back, turn.withheld)
