@@ -351,21 +351,79 @@ def _refuse_tenant_typos(tenants: Tenants, catalog: Catalog, path: Path) -> None
 )
 @click.option("--host", help="Interface to bind with --transport http [default: 127.0.0.1].")
 @click.option("--port", type=int, help="Port with --transport http [default: 8000].")
-def mcp_command(index_path: Path | None, transport: str, host: str | None, port: int | None) -> None:
+@click.option(
+    "--mcp-servers",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Gateway: search AND call the tools of the MCP servers in this file (followed live), plus --catalog's.",
+)
+@click.option(
+    "--catalog", type=click.Path(path_type=Path), help="With --mcp-servers: static tools listed beside theirs."
+)
+@click.option(
+    "--expose",
+    type=click.Choice(["search", "dynamic"]),
+    help="With --mcp-servers: search (search_tools + call_tool, a fixed list) or dynamic (found tools are "
+    "added to the session's tools/list) [default: TOOLSIFT_EXPOSE or search].",
+)
+@click.option("--tags", help="Only tools with at least one of these tags (comma-separated), for searches and calls.")
+@click.option("--exclude-tags", help="No tool with any of these tags (comma-separated), for searches and calls.")
+@click.option(
+    "--access",
+    type=click.Choice(["any", "read_only", "non_destructive"]),
+    help="read_only: only tools annotated read-only may be found or called [default: any].",
+)
+@click.option(
+    "--tenants",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Tenants file (with --transport http): API keys and the tools each may search and call.",
+)
+def mcp_command(
+    index_path: Path | None,
+    transport: str,
+    host: str | None,
+    port: int | None,
+    mcp_servers: Path | None,
+    catalog: Path | None,
+    expose: str | None,
+    tags: str | None,
+    exclude_tags: str | None,
+    access: str | None,
+    tenants: Path | None,
+) -> None:
     """Serve toolsift itself as an MCP server (search_tools, list_tags). Like `serve`, it follows
-    the index folder: a new build there is loaded (TOOLSIFT_RELOAD_INTERVAL)."""
+    the index folder: a new build there is loaded (TOOLSIFT_RELOAD_INTERVAL). With --mcp-servers it
+    is a gateway in front of those servers: the tools it finds can be called through it."""
+    import logging.config
+
     import uvicorn
 
-    from toolsift.service.mcp_server import mcp_http_app, serve_index_folder_over_mcp
+    from toolsift.service.mcp_server import gateway_over_mcp, mcp_http_app, serve_index_folder_over_mcp
+    from toolsift.service.observability import logging_config
 
-    settings = Settings.from_env(None, index_path=index_path, host=host, port=port)
-    tenants = load_tenants(settings.tenants) if settings.tenants is not None else None
-    # the index is loaded now: a missing one is a one-line error
-    server, state = serve_index_folder_over_mcp(settings, tenants)
+    settings = Settings.from_env(
+        None, index_path=index_path, host=host, port=port, mcp_servers=mcp_servers, expose=expose, tags=tags,
+        exclude_tags=exclude_tags, access=access, tenants=tenants,
+        catalog_path=catalog.resolve() if catalog is not None else None,
+    )  # fmt: skip
+    tenant_specs = load_tenants(settings.tenants) if settings.tenants is not None else None
+    logging.config.dictConfig(logging_config(settings.log_level, settings.log_format))  # stderr: never the stdio pipe
+    if settings.mcp_servers is not None:
+        from toolsift.mcp import load_sources
+
+        load_sources(settings.mcp_servers)  # fail now, with the file's problem
+        if settings.catalog_path is not None:
+            _load_catalog(settings.catalog_path, "auto")
+        server, state = gateway_over_mcp(settings, tenant_specs)
+    else:
+        # the index is loaded now: a missing one is a one-line error
+        server, state = serve_index_folder_over_mcp(settings, tenant_specs)
     if transport == "stdio":
         server.run("stdio")
     else:
-        uvicorn.run(mcp_http_app(server, state), host=settings.host, port=settings.port, log_level=settings.log_level)
+        uvicorn.run(
+            mcp_http_app(server, state), host=settings.host, port=settings.port, log_level=settings.log_level,
+            log_config=logging_config(settings.log_level, settings.log_format),
+        )  # fmt: skip
 
 
 @main.command()

@@ -11,6 +11,7 @@ The classes know nothing of HTTP: the service maps each to a status code
     ├── SettingsError             a TOOLSIFT_* setting
     ├── EmbedderUnavailable, MissingExtra, IndexMismatch, IndexNotFound, IndexBusy
     ├── UnknownTag, UnknownTool (ToolNotFound), InvalidQuery
+    ├── ToolCallRefused, InvalidToolArguments, UpstreamCallFailed, NotAGateway   forwarded calls
     └── AdminDisabled, Unauthorized, TenantUnauthorized, CatalogManagedElsewhere, ReloadFailed, NotReady
 """
 
@@ -181,6 +182,52 @@ class UnknownTool(ToolsiftError):
 
 class ToolNotFound(UnknownTool):
     """A request addresses a tool by name (to delete it, say) and the catalog has none by that name."""
+
+
+class ToolCallRefused(ToolsiftError):
+    """A call names a tool the caller may not call: none by that name, one their key does not
+    reach, or one the operator's rules (tags, access) leave out. The upstream sees nothing."""
+
+    def __init__(self, name: str, known: Iterable[str], reason: str | None = None) -> None:
+        self.name = name
+        if reason is not None:
+            super().__init__(f"the tool '{name}' may not be called here: {reason}")
+            return
+        close = get_close_matches(name, list(known), n=3)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        super().__init__(f"no tool named '{name}' that you may call.{hint} search_tools finds the tools you may call")
+
+
+class InvalidToolArguments(ToolsiftError):
+    """A call's arguments do not match the tool's inputSchema (checked before anything is forwarded)."""
+
+    def __init__(self, tool: str, where: str, problem: str) -> None:
+        self.tool = tool
+        self.where = where
+        super().__init__(
+            f"arguments of '{tool}' do not match its inputSchema at {where}: {problem}. "
+            "Fix that field and call again (search_tools shows the schema)"
+        )
+
+
+class NotAGateway(ToolsiftError):
+    """A tool call was sent to a service that serves an index folder: it has no MCP servers to forward to."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this service has no MCP servers to forward calls to: start it with --mcp-servers servers.yaml "
+            "(toolsift serve or toolsift mcp) to search and call their tools"
+        )
+
+
+class UpstreamCallFailed(ToolsiftError):
+    """The MCP server that owns a tool did not give a usable answer (down, crashed, too slow,
+    or not speaking MCP). The gateway and the other servers keep working."""
+
+    def __init__(self, server: str, tool: str, what: str, outcome: str = "upstream_error") -> None:
+        self.server = server
+        self.outcome = outcome
+        super().__init__(f"MCP server '{server}' could not run '{tool}': {what}")
 
 
 class InvalidQuery(ToolsiftError):

@@ -25,7 +25,7 @@ from toolsift.router.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_CAP, 
 
 if TYPE_CHECKING:
     from toolsift.embeddings import Backend, EmbeddingCache
-    from toolsift.router import RankingConfig
+    from toolsift.router import RankingConfig, TagRules
 
 PREFIX = "TOOLSIFT_"
 BUNDLED_CATALOG = Path(__file__).parent / "data" / "default_catalog.yaml"
@@ -88,6 +88,19 @@ class Settings(BaseSettings):
     (see toolsift.service.replicas); unset: in memory, per process."""
     redis_prefix: str = Field("toolsift", pattern=r"^[^ ]+$")
     """Prefix of every Redis key and channel (several deployments can share one Redis)."""
+    tags: str | None = Field(None, max_length=4096)
+    """Comma-separated: every caller sees only tools with at least one of these tags (searches and calls)."""
+    exclude_tags: str | None = Field(None, max_length=4096)
+    """Comma-separated: no caller sees a tool with any of these tags (searches and calls)."""
+    access: Literal["any", "read_only", "non_destructive"] = "any"
+    """read_only: every caller sees (and may call) only tools annotated read-only."""
+    expose: Literal["search", "dynamic"] = "search"
+    """How the MCP gateway shows tools: search (search_tools + call_tool, a list that never
+    changes) or dynamic (the tools a session found are added to its tools/list)."""
+    dynamic_cap: int = Field(32, ge=1, le=1000)
+    """With expose dynamic: most found tools one session lists (the least recently used goes)."""
+    max_result_bytes: int = Field(1_000_000, ge=1024, le=2**30)
+    """Largest forwarded tool result; a larger one is cut, with a note saying so."""
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -137,6 +150,12 @@ class Settings(BaseSettings):
     def backend(self) -> Backend:
         return "torch" if self.embedding_backend == "torch" else "onnx"
 
+    def rules(self) -> TagRules:
+        """The operator's rules (``tags``, ``exclude_tags``, ``access``): every caller is held to them."""
+        from toolsift.router import TagRules
+
+        return TagRules.parse(any_of=self.tags, exclude=self.exclude_tags, access=self.access)
+
     def ranking(self) -> RankingConfig:
         """How the router ranks, as these settings say."""
         from toolsift.router import RankingConfig
@@ -168,6 +187,10 @@ EXPECTED: dict[str, str] = {
     "session_ttl": "seconds, at least 1",
     "redis_url": "a Redis URL: redis://host:6379/0, rediss://... or unix:///path/redis.sock",
     "redis_prefix": "a word, e.g. toolsift",
+    "access": "one of any, read_only, non_destructive",
+    "expose": "search or dynamic",
+    "dynamic_cap": "a number of tools from 1 to 1000",
+    "max_result_bytes": "a number of bytes from 1024 to 2**30",
 }
 """What a valid value of each checked setting is (for the message); others: a path or a text."""
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from difflib import get_close_matches
 from pathlib import Path
@@ -123,6 +123,13 @@ class Tenants:
             if not any(rules.permits(tool) and (not spec.tools or tool.name in spec.tools) for tool in catalog):
                 found.append(f"tenant '{spec.name}' sees no tool of this catalog ({len(catalog)} tools)")
         return found
+
+
+def key_from_headers(headers: Mapping[str, str]) -> str | None:
+    """The API key a request's headers carry: ``X-API-Key``, else ``Authorization: Bearer <key>``
+    (header names in lower case, as ASGI and the MCP SDK give them)."""
+    scheme, _, token = (headers.get("authorization") or "").partition(" ")
+    return headers.get("x-api-key") or (token.strip() if scheme.lower() == "bearer" else None)
 
 
 def parse_tenants(document: Any, source: str = "<data>") -> Tenants:

@@ -153,6 +153,11 @@ class LiveCatalog:
                 raise ReloadFailed(reason) from error
         return await self.rebuild("reload")
 
+    def owner(self, name: str) -> str | None:
+        """The server that serves the tool ``name`` in the published catalog (``BASE`` for a tool
+        of the base catalog), None for a name it does not have."""
+        return self._owners.get(name)
+
     def status(self) -> dict[str, Any]:
         return {
             "servers": {name: state.record() for name, state in self.servers.items()},

@@ -11,6 +11,7 @@ The file uses the ``mcpServers`` layout most MCP clients share (``servers`` is a
         url: https://mcp.example.com/mcp
         prefix: "github_"            # renames its tools, to avoid name clashes
         tags: [github]               # added to every tool of this server
+        call_timeout: 120            # seconds a forwarded call may take (default 60)
 
 Every tool also gets the tag ``mcp:<server name>``, so tag rules can pick or drop a server.
 """
@@ -41,6 +42,8 @@ class McpServerSpec(BaseModel):
     tags: tuple[str, ...] = ()
     timeout: float = Field(default=30.0, gt=0, le=600)
     """Seconds to wait for the server to start and answer tools/list."""
+    call_timeout: float = Field(default=60.0, gt=0, le=3600)
+    """Seconds a forwarded tool call may take before the caller gets a timeout error."""
     protocol: Literal["auto", "legacy"] = "auto"
     """``legacy`` skips the 2026-07-28 discovery probe and uses the initialize handshake, for
     servers that mishandle the probe."""
@@ -86,7 +89,7 @@ def parse_sources(document: Any, source: str = "<data>") -> list[McpServerSpec]:
                 source=source,
                 entry=f"server '{name}'",
                 field=field,
-                fix="Each server needs 'command' (+ 'args', 'env', 'cwd') or 'url'; optional: prefix, tags, timeout",
+                fix="Each server needs 'command' (+ 'args', 'env', 'cwd') or 'url'; optional: prefix, tags, timeout, call_timeout",
             ) from None
     return specs
 

@@ -2,7 +2,7 @@
 
 from toolsift.router.caller import DEFAULT_K, DELIVERY_MODES, Caller, Delivery, RouteQuery
 from toolsift.router.delivery import Delivered, deliver
-from toolsift.router.door import answer
+from toolsift.router.door import answer, tool_to_call
 from toolsift.router.formats import OUTPUT_FORMATS, OutputFormat, format_tool
 from toolsift.router.ranking import RankingConfig
 from toolsift.router.router import MAX_K, MAX_QUERY_CHARS, Match, Router, RouteResult, within_query_limit
@@ -35,6 +35,7 @@ __all__ = [
     "TagIndex",
     "TagRules",
     "answer",
+    "tool_to_call",
     "deliver",
     "within_query_limit",
     "format_tool",

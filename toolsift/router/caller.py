@@ -3,7 +3,7 @@ HTTP API, the MCP server, the CLI) hands to ``toolsift.router.door.answer``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from toolsift.catalog import Catalog
 from toolsift.router.formats import OutputFormat
@@ -24,11 +24,18 @@ class Caller:
     scope: Scope
     pool: str = ""
     namespace: str = ""
+    rules: TagRules = field(default_factory=TagRules)
+    """The operator's rules this caller is held to (already in ``scope``; kept to say why a
+    call is refused)."""
 
     @classmethod
     def anyone(cls, catalog: Catalog) -> Caller:
         """The caller of a service without tenants (or of the library): every tool, shared feedback."""
         return cls(Scope.everything(catalog))
+
+    def under(self, rules: TagRules, allowed: Scope) -> Caller:
+        """This caller held to the operator's ``rules`` too (``allowed``: what they let through)."""
+        return replace(self, scope=self.scope & allowed, rules=rules)
 
     def session_key(self, session_id: str) -> str:
         return f"{self.namespace}\x1f{session_id}" if self.namespace else session_id

@@ -5,10 +5,14 @@ whichever way it came.
     caller = Caller.anyone(router.catalog)        # no tenants: sees every tool
     query = RouteQuery("will it rain in Lisbon?", k=3, output_format="anthropic")
     delivered = answer(router, query, caller, sessions)
+
+A call forwarded by the gateway asks the same door which tool it may run (``tool_to_call``).
 """
 
 from __future__ import annotations
 
+from toolsift.catalog import Tool
+from toolsift.errors import ToolCallRefused
 from toolsift.router.caller import Caller, RouteQuery
 from toolsift.router.delivery import Delivered, deliver
 from toolsift.router.router import Router
@@ -32,3 +36,20 @@ def answer(
         usage_pool=caller.pool,
     )
     return deliver(router, result, query, caller, sessions)
+
+
+def tool_to_call(router: Router, name: str, caller: Caller | None = None) -> Tool:
+    """The tool named ``name`` when ``caller`` may call it: the same scope a search of theirs
+    ranks within (their key's tools, the operator's tags and access). Otherwise
+    ``ToolCallRefused``: a tool they cannot see is, to them, a tool that does not exist; one the
+    operator's rules leave out says which rule (only to a caller without a tenant key)."""
+    caller = caller or Caller.anyone(router.catalog)
+    name = router.catalog.resolve(name)  # the name a provider was sent works too
+    tool = router.catalog.get(name)
+    if tool is not None and caller.scope.contains(tool):
+        return tool
+    if tool is not None and not caller.namespace:
+        reason = caller.rules.violation(tool)
+        if reason is not None:
+            raise ToolCallRefused(name, (), reason)
+    raise ToolCallRefused(name, caller.scope.names)

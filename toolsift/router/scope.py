@@ -32,6 +32,14 @@ class Scope:
     def of(cls, catalog: Catalog, positions: IdArray) -> Scope:
         return cls(catalog, np.unique(np.asarray(positions, dtype=np.int64)))
 
+    def __and__(self, other: Scope) -> Scope:
+        """What both scopes allow (of the same catalog): a tenant's view under the operator's rules."""
+        if other.ids is None:
+            return self
+        if self.ids is None:
+            return other
+        return Scope(self.catalog, np.intersect1d(self.ids, other.ids, assume_unique=True))
+
     @property
     def is_everything(self) -> bool:
         return self.ids is None

@@ -30,13 +30,6 @@ Bearer = Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]
 ApiKey = Annotated[str | None, Depends(API_KEY)]
 
 
-def bearer_token(authorization: str | None) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` header, else None (for callers outside
-    FastAPI: the MCP server's headers)."""
-    scheme, _, token = (authorization or "").partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else None
-
-
 def get_tenant(state: State, bearer: Bearer, api_key: ApiKey) -> TenantSpec | None:
     """The tenant making the request (None when no tenants are configured)."""
     if state.tenants is None:

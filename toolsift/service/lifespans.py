@@ -71,6 +71,7 @@ async def serve_index_folder(state: ServiceState) -> AsyncIterator[None]:
 @asynccontextmanager
 async def serve_mcp_servers(state: ServiceState) -> AsyncIterator[None]:
     from toolsift.mcp import LiveCatalog, load_sources, router_builder  # the MCP client, only in this mode
+    from toolsift.mcp.calls import Forwarder
 
     settings = state.settings
     assert settings.mcp_servers is not None
@@ -87,7 +88,10 @@ async def serve_mcp_servers(state: ServiceState) -> AsyncIterator[None]:
     logger.info("reading tools from the MCP servers in %s", settings.mcp_servers)
     async with live.running():
         state.live = live
+        state.forwarder = Forwarder(
+            live, max_result_bytes=settings.max_result_bytes, observe=state.metrics.observe_call
+        )
         try:
             yield
         finally:
-            state.live = None
+            state.live, state.forwarder = None, None

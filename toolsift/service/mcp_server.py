@@ -19,6 +19,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any
 
+import anyio
 import orjson
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
@@ -31,12 +32,12 @@ from toolsift._version import __version__
 from toolsift.errors import TenantUnauthorized, ToolsiftError
 from toolsift.router import MAX_K, MAX_QUERY_CHARS, Access, Caller, RouteQuery, Router, SessionPolicy, TagRules
 from toolsift.router.router import MAX_PINNED
-from toolsift.service.dependencies import bearer_token
-from toolsift.service.lifespans import serve_index_folder
+from toolsift.service.gateway import Gateway
+from toolsift.service.lifespans import serve_index_folder, serve_mcp_servers
 from toolsift.service.schemas import SESSION_ID_PATTERN, route_body
 from toolsift.service.state import ServiceState
 from toolsift.settings import Settings
-from toolsift.tenants import Tenants
+from toolsift.tenants import Tenants, key_from_headers
 
 INSTRUCTIONS = (
     "toolsift knows a large catalog of tools. Before answering a request that may need a tool, call "
@@ -48,6 +49,7 @@ SEARCH_DESCRIPTION = (
     "(tools, in a stable order) and the ranking (matches, best first, with scores)."
 )
 TAGS_DESCRIPTION = "The tags of toolsift's catalog, each with how many tools carry it: what search_tools filters on."
+GATEWAY_INSTRUCTIONS = " Then call the tool you chose with call_tool(name, arguments), or by its name if it is listed."
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
@@ -99,13 +101,9 @@ class ToolsiftTools:
         self.state = state
 
     def caller(self, ctx: Context, router: Router) -> Caller:
-        headers = ctx.headers
-        tenants = self.state.tenants
-        if tenants is None or headers is None:  # no tenants, or stdio
-            return Caller.anyone(router.catalog)
-        return tenants.caller(
-            tenants.identify(headers.get("x-api-key") or bearer_token(headers.get("authorization"))), router
-        )
+        """The tenant whose key came with the request over HTTP; over stdio (no headers) the
+        client launched toolsift itself. Either way held to the operator's rules."""
+        return self.state.caller(self.state.tenant_from_headers(ctx.headers), router)
 
     def search(self, ctx: Context, query: RouteQuery) -> dict[str, Any]:
         router = self.state.routers.get()
@@ -114,6 +112,14 @@ class ToolsiftTools:
     def tags(self, ctx: Context) -> dict[str, Any]:
         router = self.state.routers.get()
         return {"tags": router.tag_index.visible_tags(self.caller(ctx, router).scope.ids)}
+
+
+def gateway_over_mcp(settings: Settings, tenants: Tenants | None = None) -> tuple[MCPServer, ServiceState]:
+    """The MCP server of ``toolsift mcp --mcp-servers``: the servers' tools (and ``--catalog``'s),
+    followed live, searched with ``search_tools`` and called through it (``toolsift.service.gateway``)."""
+    state = ServiceState.create(None, settings, tenants)
+    server = create_mcp_server(state, lifespan=lambda server: serve_mcp_servers(state))
+    return server, state
 
 
 def mcp_server_for(router: Router, settings: Settings | None = None, tenants: Tenants | None = None) -> MCPServer:
@@ -127,11 +133,14 @@ def create_mcp_server(
     """An MCP server whose tools answer from ``state``'s live router at call time (so a reloaded
     router is picked up); ``lifespan`` runs beside it (a watcher). With tenants, a call over HTTP
     is answered from the calling tenant's tools only."""
-    server: MCPServer = MCPServer("toolsift", instructions=INSTRUCTIONS, version=__version__, lifespan=lifespan)
+    gatewayed = state.settings.mcp_servers is not None
+    instructions = INSTRUCTIONS + (GATEWAY_INSTRUCTIONS if gatewayed else "")
+    server: MCPServer = MCPServer("toolsift", instructions=instructions, version=__version__, lifespan=lifespan)
     answers = ToolsiftTools(state)
+    gateway = Gateway(state, answers.caller) if gatewayed else None
 
     @server.tool(name="search_tools", description=SEARCH_DESCRIPTION, annotations=READ_ONLY)
-    def search_tools(
+    async def search_tools(
         ctx: Context, query: Query, k: K = 5, tags: AnyTags = None, exclude_tags: ExcludeTags = None,
         access: AccessRule = "any", pinned: Pinned = None, min_score: MinScore = None, session_id: SessionId = None,
         session_policy: Policy = "all", turn_key: TurnKey = None,
@@ -142,9 +151,12 @@ def create_mcp_server(
                 query, k, rules, output_format="mcp", min_score=min_score, pinned=tuple(pinned or ()),
                 session_id=session_id, session_policy=session_policy, turn_key=turn_key,
             )  # fmt: skip
-            return answers.search(ctx, request)
+            found = await anyio.to_thread.run_sync(answers.search, ctx, request)
         except ToolsiftError as error:  # the message says what to fix; let the client's model read it
             raise ToolError(str(error)) from None
+        if gateway is not None:
+            await gateway.searched(ctx, [tool["name"] for tool in found["tools"]])
+        return found
 
     @server.tool(name="list_tags", description=TAGS_DESCRIPTION, annotations=READ_ONLY)
     def list_tags(ctx: Context) -> dict[str, Any]:
@@ -153,6 +165,8 @@ def create_mcp_server(
         except ToolsiftError as error:
             raise ToolError(str(error)) from None
 
+    if gateway is not None:
+        gateway.install(server)  # call_tool, listed last
     return server
 
 
@@ -183,7 +197,7 @@ class KeyRequired:
 
     def _allowed(self, scope: Scope) -> bool:
         headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
-        key = headers.get("x-api-key") or bearer_token(headers.get("authorization"))
+        key = key_from_headers(headers)
         if not key:
             return False
         if self.state.tenants is not None:

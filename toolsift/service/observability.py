@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -16,7 +16,12 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+if TYPE_CHECKING:
+    from toolsift.mcp.calls import CallRecord
+
 logger = logging.getLogger("toolsift.access")
+call_logger = logging.getLogger("toolsift.calls")
+CALL_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1.0, 2.5, 5.0)
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
@@ -86,7 +91,27 @@ class Metrics:
         self.shared_store_errors = Counter(
             "toolsift_shared_store_errors", "Requests the shared store (Redis) did not answer", registry=self.registry
         )
+        self.tool_calls = Counter(
+            "toolsift_tool_calls", "Tool calls forwarded by the gateway, by server and outcome", ["server", "outcome"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.tool_call_latency = Histogram(
+            "toolsift_tool_call_seconds", "Time of a forwarded tool call, by server", ["server"],
+            buckets=CALL_BUCKETS, registry=self.registry,
+        )  # fmt: skip
         self.registry.register(_SnapshotCollector(snapshot))
+
+    def observe_call(self, record: CallRecord) -> None:
+        """Count a forwarded call and write its log line (one JSON object with format json)."""
+        self.tool_calls.labels(record.server, record.outcome).inc()
+        self.tool_call_latency.labels(record.server).observe(record.seconds)
+        fields = {
+            "tool": record.tool, "server": record.server, "tenant": record.tenant, "outcome": record.outcome,
+            "ms": round(record.seconds * 1000, 2), "result_bytes": record.result_bytes, "cut": record.cut,
+        }  # fmt: skip
+        if record.error is not None:
+            fields["error"] = record.error
+        call_logger.info("call %s on %s: %s", record.tool, record.server or "-", record.outcome, extra=fields)
 
 
 class _SnapshotCollector(Collector):

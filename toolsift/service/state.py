@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,19 +21,22 @@ from toolsift.catalog.queries import load_queries
 from toolsift.curation import LintReport, lint_catalog
 from toolsift.embeddings.batching import set_max_batch
 from toolsift.embeddings.onnx_runtime import set_threads
-from toolsift.errors import NotReady
+from toolsift.errors import NotAGateway, NotReady, ToolCallRefused, ToolsiftError
 from toolsift.extras import missing_extra
-from toolsift.router import Caller, Delivered, RouteQuery, Router, SessionStore, TagRules, answer
+from toolsift.router import Caller, Delivered, RouteQuery, Router, Scope, SessionStore, TagRules, answer, tool_to_call
 from toolsift.router.sessions import Sessions
 from toolsift.router.threads import single_threaded_queries
 from toolsift.router.usage import UsageBook
 from toolsift.service.observability import Metrics
 from toolsift.service.usage_feed import UsageFeed
 from toolsift.settings import Settings
-from toolsift.tenants import Tenants, TenantSpec
+from toolsift.tenants import Tenants, TenantSpec, key_from_headers
 
 if TYPE_CHECKING:  # imported when used: a service without MCP sources or Redis never loads their clients
+    from mcp_types import CallToolResult
+
     from toolsift.mcp import LiveCatalog
+    from toolsift.mcp.calls import Forwarder, Progress
     from toolsift.service.replicas import Replicas
 
 logger = logging.getLogger("toolsift.service")
@@ -88,6 +91,8 @@ class ServiceState:
     metrics: Metrics = field(init=False)
     live: LiveCatalog | None = None
     """The running ``LiveCatalog`` while the catalog comes from MCP servers, else None."""
+    forwarder: Forwarder | None = None
+    """Forwards tool calls to those servers (the gateway), while ``live`` runs."""
     folder_seen: FolderVersion = ("", 0.0)
     """The index folder version this process serves (for the watcher)."""
     edit_lock: anyio.Lock = field(default_factory=anyio.Lock)
@@ -105,6 +110,8 @@ class ServiceState:
     """GET /catalog/map's projection by (catalog fingerprint, tenant); feedback counts are added per request."""
     curation_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(CURATION_THREADS))
     """The threads curation views (lint, tool pages, the map) may use at once: never the route's."""
+    operator_scopes: LRUCache[str, Scope] = field(default_factory=lambda: LRUCache(2))
+    """What the operator's rules let through, by catalog fingerprint."""
     cache_lock: threading.Lock = field(default_factory=threading.Lock)
     """Guards ``deferred_payloads`` and ``catalog_maps`` (requests run in worker threads)."""
 
@@ -184,11 +191,33 @@ class ServiceState:
         holding the worker threads that routes run on."""
         return await anyio.to_thread.run_sync(work, limiter=self.curation_limiter)
 
+    def tenant_from_headers(self, headers: Mapping[str, str] | None) -> TenantSpec | None:
+        """The tenant whose key a request's headers carry (``X-API-Key`` or ``Authorization:
+        Bearer``; ``TenantUnauthorized`` without a valid one); None without tenants or headers
+        (stdio: the client launched toolsift itself)."""
+        if self.tenants is None or headers is None:
+            return None
+        return self.tenants.identify(key_from_headers(headers))
+
     def caller(self, tenant: TenantSpec | None, router: Router) -> Caller:
-        """Who is asking, for ``router``'s catalog: the tenant, or anyone without tenants."""
+        """Who is asking, for ``router``'s catalog: the tenant, or anyone without tenants; held to
+        the operator's rules (``TOOLSIFT_TAGS``, ``_EXCLUDE_TAGS``, ``_ACCESS``) either way."""
         if self.tenants is None or tenant is None:
-            return Caller.anyone(router.catalog)
-        return self.tenants.caller(tenant, router)
+            caller = Caller.anyone(router.catalog)
+        else:
+            caller = self.tenants.caller(tenant, router)
+        rules = self.settings.rules()
+        return caller if rules.empty else caller.under(rules, self._operator_scope(router, rules))
+
+    def _operator_scope(self, router: Router, rules: TagRules) -> Scope:
+        fingerprint = router.catalog.fingerprint
+        with self.cache_lock:
+            found = self.operator_scopes.get(fingerprint)
+        if found is None:
+            found = router.scope_for(rules)
+            with self.cache_lock:
+                self.operator_scopes[fingerprint] = found
+        return found
 
     def answer(self, router: Router, query: RouteQuery, caller: Caller) -> Delivered:
         """The routed answer every entrance gives (``toolsift.router.door.answer``), after the
@@ -197,6 +226,44 @@ class ServiceState:
         delivered = answer(router, query, caller, self.sessions)
         self.metrics.route_latency.observe(delivered.result.took_ms / 1000)
         return delivered
+
+    async def call(
+        self,
+        router: Router,
+        caller: Caller,
+        name: str,
+        arguments: Any,
+        *,
+        progress: Progress | None = None,
+    ) -> CallToolResult:
+        """The tool call every entrance forwards (the MCP gateway's ``call_tool`` and found tools,
+        ``POST /call``): only a tool ``caller`` may call (``tool_to_call``: the scope its searches
+        rank within), its arguments checked, the answer of the server that owns it. A call that
+        fails comes back as an MCP tool error saying why; the server sees nothing of a refused call."""
+        from toolsift.mcp.calls import error_result
+
+        if self.forwarder is None:
+            raise NotAGateway()
+        try:
+            tool = tool_to_call(router, name, caller)
+        except ToolCallRefused as error:
+            owner = self.live.owner(router.catalog.resolve(name)) if self.live is not None else None
+            self.forwarder.refuse(name, (owner or "") if caller.scope.contains(name) else "", error, caller.pool)
+            return error_result(error)
+        try:
+            return await self.forwarder.call(tool, arguments, tenant=caller.pool, progress=progress)
+        except ToolsiftError as error:
+            return error_result(error)
+
+    def live_status(self) -> dict[str, Any] | None:
+        """The live catalog's servers with their tool calls (``/admin/status``); None without one."""
+        if self.live is None:
+            return None
+        status = self.live.status()
+        if self.forwarder is not None:
+            for name, calls in self.forwarder.status().items():
+                status["servers"][name]["calls"] = calls
+        return status
 
     def folder_version(self) -> FolderVersion:
         """Identifies the index folder's current build (the watcher compares it)."""

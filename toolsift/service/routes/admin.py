@@ -99,5 +99,5 @@ def admin_status(state: State) -> dict[str, Any]:
         "tools": len(current.catalog),
         "catalog_fingerprint": current.catalog.fingerprint,
         "sessions": len(state.sessions),
-        "live": state.live.status() if state.live is not None else None,
+        "live": state.live_status(),
     }
