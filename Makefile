@@ -10,7 +10,7 @@ INDEX ?= var/index
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install index serve test test-fast lint format bench clean browser services
+.PHONY: install index serve test test-fast lint format bench clean browser services mcp-servers
 
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
@@ -45,7 +45,7 @@ serve: index
 test-fast: install lint
 	$(BIN)/python -m pytest -m "not model and not slow"
 
-test: test-fast browser services
+test: test-fast browser services mcp-servers
 	$(BIN)/python -m pytest -m "model or slow"
 
 # The web page is tested in headless Chromium (Debian's package, driven by playwright).
@@ -59,6 +59,18 @@ services:
 	@command -v redis-server >/dev/null || (command -v apt-get >/dev/null && \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null)) || \
 		echo "redis-server is missing and could not be installed: the replica tests will fail"
+
+# The gateway tests run real MCP servers from npm (pinned in tests/mcp_servers/package-lock.json),
+# installed into that folder; node and npm come from Debian's packages when missing.
+MCP_SERVERS := tests/mcp_servers
+$(MCP_SERVERS)/node_modules/.installed: $(MCP_SERVERS)/package-lock.json
+	@command -v npm >/dev/null || (command -v apt-get >/dev/null && \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null)) || \
+		echo "npm is missing and could not be installed: the gateway tests will fail"
+	npm ci --prefix $(MCP_SERVERS) --silent --no-audit --no-fund
+	touch $@
+
+mcp-servers: $(MCP_SERVERS)/node_modules/.installed
 
 lint: install
 	$(BIN)/ruff check toolsift tests benchmarks

@@ -25,7 +25,15 @@ from typing import Any
 import httpx
 
 from toolsift import errors
-from toolsift.wire import SEARCH_TOOL_NAME, DeferredFormat, DeferredTools, FeedbackAccepted, RouteResponse, ToolPage
+from toolsift.wire import (
+    SEARCH_TOOL_NAME,
+    CallResult,
+    DeferredFormat,
+    DeferredTools,
+    FeedbackAccepted,
+    RouteResponse,
+    ToolPage,
+)
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 RETRY_STATUSES = frozenset({502, 503, 504})
@@ -33,18 +41,20 @@ TURN_KEY = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 RETRY_ERRORS = (httpx.TransportError,)
 
 
-def retry_policy(retries: int) -> dict[str, Any]:
+def retry_policy(retries: int, *, once: bool = False) -> dict[str, Any]:
     """tenacity's arguments for a request: a connection error or a 502/503/504 (the service
     loading its index, a proxy between replicas) is tried again ``retries`` times, waiting 0.1,
     0.2, 0.4 s...; after the last try its error (or its response) is what the caller gets.
+    ``once`` (a tool call, which must not run twice): only what never reached the service is
+    tried again — a refused connection, a 503 while it loads.
     (tenacity is imported on the first request, not with the client: importing it costs 40 ms.)"""
     from tenacity import retry_if_exception_type, retry_if_result, stop_after_attempt, wait_exponential
 
+    errors_, statuses = ((httpx.ConnectError,), frozenset({503})) if once else (RETRY_ERRORS, RETRY_STATUSES)
     return {
         "stop": stop_after_attempt(retries + 1),
         "wait": wait_exponential(multiplier=0.1, max=5.0),
-        "retry": retry_if_exception_type(RETRY_ERRORS)
-        | retry_if_result(lambda response: response.status_code in RETRY_STATUSES),
+        "retry": retry_if_exception_type(errors_) | retry_if_result(lambda response: response.status_code in statuses),
         "retry_error_callback": lambda state: state.outcome.result(),  # the last response, or its error raised
     }
 
@@ -88,6 +98,11 @@ def turn_key_of(call_id: Any) -> str:
     call answered twice is one turn."""
     text = str(call_id or "")
     return text if TURN_KEY.fullmatch(text) else uuid.uuid4().hex
+
+
+def call_request(tool: str, arguments: Mapping[str, Any] | None, session_id: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"tool": tool, "arguments": dict(arguments) if arguments is not None else None}
+    return body | ({"session_id": session_id} if session_id else {})
 
 
 def feedback_request(query: str, tool: str, session_id: str | None) -> dict[str, Any]:
@@ -162,10 +177,10 @@ class Client:
     def close(self) -> None:
         self._http.close()
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def _request(self, method: str, path: str, *, once: bool = False, **kwargs: Any) -> httpx.Response:
         from tenacity import Retrying
 
-        retrying = Retrying(**retry_policy(self.retries))
+        retrying = Retrying(**retry_policy(self.retries, once=once))
         response: httpx.Response = retrying(self._http.request, method, path, **kwargs)
         if response.status_code >= 400:
             raise error_from(response)
@@ -181,6 +196,15 @@ class Client:
         """``GET /deferred``; ``rules``: ``tag``, ``exclude_tag`` (lists), ``access``."""
         params = deferred_params(format, rules)
         return DeferredTools.model_validate(self._request("GET", "/deferred", params=params).json())
+
+    def call(
+        self, tool: str, arguments: Mapping[str, Any] | None = None, *, session_id: str | None = None
+    ) -> CallResult:
+        """``POST /call`` (a service started with ``--mcp-servers``): run ``tool`` on the MCP server
+        that owns it. A refused or failed call is a result with ``is_error`` whose ``text`` says
+        why, as a model should read it. Never sent twice: only a refused connection is retried."""
+        response = self._request("POST", "/call", json=call_request(tool, arguments, session_id), once=True)
+        return CallResult.model_validate(response.json())
 
     def feedback(self, query: str, tool: str, *, session_id: str | None = None) -> FeedbackAccepted:
         """``POST /feedback``: ``tool`` is what the model called for ``query``; later routes learn
@@ -265,10 +289,10 @@ class AsyncClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    async def _request(self, method: str, path: str, *, once: bool = False, **kwargs: Any) -> httpx.Response:
         from tenacity import AsyncRetrying
 
-        retrying = AsyncRetrying(**retry_policy(self.retries))
+        retrying = AsyncRetrying(**retry_policy(self.retries, once=once))
         response: httpx.Response = await retrying(self._http.request, method, path, **kwargs)
         if response.status_code >= 400:
             raise error_from(response)
@@ -281,6 +305,12 @@ class AsyncClient:
     async def deferred(self, format: DeferredFormat, **rules: Any) -> DeferredTools:
         response = await self._request("GET", "/deferred", params=deferred_params(format, rules))
         return DeferredTools.model_validate(response.json())
+
+    async def call(
+        self, tool: str, arguments: Mapping[str, Any] | None = None, *, session_id: str | None = None
+    ) -> CallResult:
+        response = await self._request("POST", "/call", json=call_request(tool, arguments, session_id), once=True)
+        return CallResult.model_validate(response.json())
 
     async def feedback(self, query: str, tool: str, *, session_id: str | None = None) -> FeedbackAccepted:
         response = await self._request("POST", "/feedback", json=feedback_request(query, tool, session_id))

@@ -260,6 +260,41 @@ class FeedbackRequest(WireModel):
         return _has_text(query)
 
 
+class CallRequest(WireModel):
+    model_config = ConfigDict(
+        defer_build=False,
+        extra="forbid",
+        strict=True,
+        json_schema_extra={"examples": [{"tool": "read_text_file", "arguments": {"path": "/data/notes.txt"}}]},
+    )
+
+    tool: str = Field(min_length=1, max_length=256, description="The tool's exact name (as /route returned it)")
+    arguments: dict[str, Any] | None = Field(default=None, description="Its arguments, matching its inputSchema")
+    session_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        pattern=SESSION_ID_PATTERN,
+        description="The conversation the call belongs to (logged with the call)",
+    )
+
+
+class CallResult(WireModel):
+    """An MCP ``CallToolResult``: the owning server's answer as it came, or a tool error (``isError``)
+    whose text says why the call was refused or failed."""
+
+    model_config = ConfigDict(defer_build=True, extra="allow", populate_by_name=True)
+
+    content: list[dict[str, Any]] = Field(description="MCP content blocks: text, image, audio, resource links...")
+    structured_content: dict[str, Any] | None = Field(default=None, alias="structuredContent")
+    is_error: bool = Field(default=False, alias="isError")
+
+    @property
+    def text(self) -> str:
+        """The text blocks, joined (what a model would read)."""
+        return "\n".join(block.get("text", "") for block in self.content if block.get("type") == "text")
+
+
 class FeedbackAccepted(WireModel):
     accepted: bool = True
     tool: str = Field(description="The tool's catalog name")

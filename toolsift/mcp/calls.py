@@ -54,8 +54,17 @@ class CallRecord:
     seconds: float
     tenant: str = ""
     result_bytes: int = 0
+    session_id: str | None = None
     error: str | None = None
     cut: bool = False
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What a caller gets back: the MCP result, and how the call ended (one of ``OUTCOMES``)."""
+
+    result: CallToolResult
+    outcome: str
 
 
 @dataclass
@@ -98,31 +107,49 @@ class Forwarder:
         self._validators: dict[str, Any] = {}
 
     async def call(
-        self, tool: Tool, arguments: Any, *, tenant: str = "", progress: Progress | None = None
-    ) -> CallToolResult:
-        """Run ``tool`` on its server with ``arguments`` (for ``tenant``, as logged); raises
-        ``ToolCallRefused`` (no server serves it), ``InvalidToolArguments`` or ``UpstreamCallFailed``."""
+        self,
+        tool: Tool,
+        arguments: Any,
+        *,
+        tenant: str = "",
+        session_id: str | None = None,
+        progress: Progress | None = None,
+    ) -> CallOutcome:
+        """Run ``tool`` on its server with ``arguments`` (for ``tenant``, as logged). A call that
+        fails (no server serves the tool, arguments that do not match, the server failing) is a
+        tool error that says why (``error_result``), counted like any other."""
         started = time.perf_counter()
         server = self.live.owner(tool.name)
         try:
             self.check_arguments(tool, arguments)
             result = await self._forward(server, tool, arguments or {}, progress)
         except (ToolCallRefused, InvalidToolArguments, UpstreamCallFailed) as error:
-            self.refuse(tool.name, server or "", error, tenant, started)
-            raise
+            self.refuse(tool.name, server or "", error, tenant, session_id, started)
+            return CallOutcome(error_result(error), outcome_of(error))
         size = _size(result)
         cut = size > self.max_result_bytes
         if cut:
             result = cut_to_size(result, tool.name, size, self.max_result_bytes)
         outcome = "tool_error" if result.is_error else "ok"
         seconds = time.perf_counter() - started
-        self._done(CallRecord(tool.name, server or "", outcome, seconds, tenant, size, cut=cut))
-        return result
+        self._done(CallRecord(tool.name, server or "", outcome, seconds, tenant, size, session_id, cut=cut))
+        return CallOutcome(result, outcome)
 
-    def refuse(self, tool: str, server: str, error: Exception, tenant: str = "", started: float | None = None) -> None:
-        """Count a call that never reached a server's answer (or was refused before it was sent)."""
+    def refuse(
+        self,
+        tool: str,
+        server: str,
+        error: Exception,
+        tenant: str = "",
+        session_id: str | None = None,
+        started: float | None = None,
+    ) -> CallOutcome:
+        """Count a call that never reached a server's answer (or was refused before it was sent);
+        the caller's answer: a tool error that says why."""
         seconds = time.perf_counter() - started if started is not None else 0.0
-        self._done(CallRecord(tool, server, outcome_of(error), seconds, tenant, error=str(error)))
+        record = CallRecord(tool, server, outcome_of(error), seconds, tenant, session_id=session_id, error=str(error))
+        self._done(record)
+        return CallOutcome(error_result(error), record.outcome)
 
     def check_arguments(self, tool: Tool, arguments: Any) -> None:
         """``InvalidToolArguments`` naming the first field that does not match the tool's inputSchema."""

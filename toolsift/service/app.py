@@ -9,7 +9,7 @@ from toolsift.router import Router
 from toolsift.service.lifespans import lifespan_for
 from toolsift.service.observability import ObservabilityMiddleware
 from toolsift.service.responses import JSONBytes, install_error_handlers
-from toolsift.service.routes import admin, curation, deferred, feedback, health, route, tools
+from toolsift.service.routes import admin, call, curation, deferred, feedback, health, route, tools
 from toolsift.service.routes.docs import mount_docs
 from toolsift.service.state import ServiceState
 from toolsift.settings import Settings
@@ -41,7 +41,7 @@ def create_app(
     app.state.service = state
     app.add_middleware(ObservabilityMiddleware, metrics=state.metrics, max_body=settings.max_request_bytes)
     install_error_handlers(app)
-    for area in (route, deferred, feedback, tools, admin, curation, health):
+    for area in (route, call, deferred, feedback, tools, admin, curation, health):
         app.include_router(area.router)
     mount_docs(app)
     return app

@@ -132,7 +132,7 @@ class Gateway:
         async def relay(progress: float, total: float | None, message: str | None) -> None:
             await ctx.report_progress(progress, total, message)
 
-        return await self.state.call(router, caller, name, arguments, progress=relay)
+        return (await self.state.call(router, caller, name, arguments, progress=relay)).result
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """Middleware: a found tool called by its own name goes to ``call_tool``; a session's

@@ -109,6 +109,8 @@ class Metrics:
             "tool": record.tool, "server": record.server, "tenant": record.tenant, "outcome": record.outcome,
             "ms": round(record.seconds * 1000, 2), "result_bytes": record.result_bytes, "cut": record.cut,
         }  # fmt: skip
+        if record.session_id is not None:
+            fields["session_id"] = record.session_id
         if record.error is not None:
             fields["error"] = record.error
         call_logger.info("call %s on %s: %s", record.tool, record.server or "-", record.outcome, extra=fields)

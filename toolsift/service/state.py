@@ -21,7 +21,7 @@ from toolsift.catalog.queries import load_queries
 from toolsift.curation import LintReport, lint_catalog
 from toolsift.embeddings.batching import set_max_batch
 from toolsift.embeddings.onnx_runtime import set_threads
-from toolsift.errors import NotAGateway, NotReady, ToolCallRefused, ToolsiftError
+from toolsift.errors import NotAGateway, NotReady, ToolCallRefused
 from toolsift.extras import missing_extra
 from toolsift.router import Caller, Delivered, RouteQuery, Router, Scope, SessionStore, TagRules, answer, tool_to_call
 from toolsift.router.sessions import Sessions
@@ -33,10 +33,8 @@ from toolsift.settings import Settings
 from toolsift.tenants import Tenants, TenantSpec, key_from_headers
 
 if TYPE_CHECKING:  # imported when used: a service without MCP sources or Redis never loads their clients
-    from mcp_types import CallToolResult
-
     from toolsift.mcp import LiveCatalog
-    from toolsift.mcp.calls import Forwarder, Progress
+    from toolsift.mcp.calls import CallOutcome, Forwarder, Progress
     from toolsift.service.replicas import Replicas
 
 logger = logging.getLogger("toolsift.service")
@@ -234,26 +232,22 @@ class ServiceState:
         name: str,
         arguments: Any,
         *,
+        session_id: str | None = None,
         progress: Progress | None = None,
-    ) -> CallToolResult:
+    ) -> CallOutcome:
         """The tool call every entrance forwards (the MCP gateway's ``call_tool`` and found tools,
         ``POST /call``): only a tool ``caller`` may call (``tool_to_call``: the scope its searches
         rank within), its arguments checked, the answer of the server that owns it. A call that
         fails comes back as an MCP tool error saying why; the server sees nothing of a refused call."""
-        from toolsift.mcp.calls import error_result
-
         if self.forwarder is None:
             raise NotAGateway()
         try:
             tool = tool_to_call(router, name, caller)
         except ToolCallRefused as error:
             owner = self.live.owner(router.catalog.resolve(name)) if self.live is not None else None
-            self.forwarder.refuse(name, (owner or "") if caller.scope.contains(name) else "", error, caller.pool)
-            return error_result(error)
-        try:
-            return await self.forwarder.call(tool, arguments, tenant=caller.pool, progress=progress)
-        except ToolsiftError as error:
-            return error_result(error)
+            server = (owner or "") if caller.scope.contains(router.catalog.resolve(name)) else ""
+            return self.forwarder.refuse(name, server, error, caller.pool, session_id)
+        return await self.forwarder.call(tool, arguments, tenant=caller.pool, session_id=session_id, progress=progress)
 
     def live_status(self) -> dict[str, Any] | None:
         """The live catalog's servers with their tool calls (``/admin/status``); None without one."""
