@@ -173,7 +173,7 @@ async def _http_gateway(
             headers = {"Authorization": f"Bearer {key}"} if key else {}
             http = httpx2.AsyncClient(headers=headers, timeout=180)
             transport = streamable_http_client(url, http_client=http)
-            async with http, Client(transport, read_timeout_seconds=180, mode=mode, message_handler=handler) as client:  # type: ignore[arg-type]
+            async with http, Client(transport, read_timeout_seconds=180, mode=mode, message_handler=handler) as client:
                 yield client
 
     return connected()
