@@ -117,66 +117,71 @@ async def gateway(
 ) -> AsyncIterator[Client]:
     """``toolsift mcp --mcp-servers servers`` with ``options``, and an SDK client connected to it
     (``key``: a tenant key over HTTP). Its log (JSON lines) goes to ``log`` when given."""
-    environ = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
-    command = ["-m", "toolsift", "mcp", "--mcp-servers", str(servers), *options]
-    handler = on_message or _ignore
-    if transport == "stdio":
-        params = StdioServerParameters(command=sys.executable, args=command, env=environ)
-        with open(log or os.devnull, "w") as errlog:
-            stdio = stdio_client(params, errlog=errlog)
-            async with Client(stdio, read_timeout_seconds=180, mode=mode, message_handler=handler) as client:  # type: ignore[arg-type]
-                yield client
+    if transport == "http":
+        async with (
+            http_gateway(servers, *options, env=env, log=log) as url,
+            connect(url, key=key, mode=mode, on_message=on_message) as client,
+        ):
+            yield client
         return
-    yield_ = await _http_gateway(command, environ, key, mode, handler, log)
-    async with yield_ as client:
+    command = ["-m", "toolsift", "mcp", "--mcp-servers", str(servers), *options]
+    params = StdioServerParameters(command=sys.executable, args=command, env=_environ(env))
+    with open(log or os.devnull, "w") as errlog:
+        stdio = stdio_client(params, errlog=errlog)
+        async with Client(stdio, read_timeout_seconds=180, mode=mode, message_handler=on_message or _ignore) as client:  # type: ignore[arg-type]
+            yield client
+
+
+@asynccontextmanager
+async def http_gateway(
+    servers: Path, *options: str, env: dict[str, str] | None = None, log: Path | None = None
+) -> AsyncIterator[str]:
+    """``toolsift mcp --mcp-servers servers --transport http``, started and ready: its ``/mcp`` URL."""
+    port = free_port()
+    command = [sys.executable, "-m", "toolsift", "mcp", "--mcp-servers", str(servers), *options]
+    command += ["--transport", "http", "--port", str(port)]
+    with open(log or os.devnull, "w") as errlog:
+        process = subprocess.Popen(command, env=_environ(env), stderr=errlog)
+        url = f"http://127.0.0.1:{port}/mcp"
+        try:
+            deadline = time.monotonic() + 180
+            while True:
+                try:
+                    httpx.post(url, json={}, timeout=5)
+                    break
+                except httpx.HTTPError:
+                    assert process.poll() is None, "the gateway stopped while starting"
+                    assert time.monotonic() < deadline, "the gateway did not start in time"
+                    time.sleep(0.2)
+            yield url
+            assert process.poll() is None, "the gateway died"
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+
+
+@asynccontextmanager
+async def connect(
+    url: str, *, key: str | None = None, mode: str = "legacy", on_message: Callable[[Any], Any] | None = None
+) -> AsyncIterator[Client]:
+    """An SDK client over streamable HTTP (``key``: sent as a bearer token)."""
+    import httpx2  # the MCP SDK's HTTP client
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    http = httpx2.AsyncClient(headers=headers, timeout=180)
+    transport = streamable_http_client(url, http_client=http)
+    handler = on_message or _ignore
+    async with http, Client(transport, read_timeout_seconds=180, mode=mode, message_handler=handler) as client:  # type: ignore[arg-type]
         yield client
+
+
+def _environ(extra: dict[str, str] | None) -> dict[str, str]:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", **(extra or {})}
 
 
 async def _ignore(message: Any) -> None:
     return None
-
-
-@asynccontextmanager
-async def _http_process(command: list[str], environ: dict[str, str], log: Path | None) -> AsyncIterator[str]:
-    port = free_port()
-    stderr = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115
-    process = subprocess.Popen(
-        [sys.executable, *command, "--transport", "http", "--port", str(port)], env=environ, stderr=stderr
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                httpx.post(url, json={}, timeout=5)
-                break
-            except httpx.HTTPError:
-                assert process.poll() is None, "the gateway stopped while starting"
-                assert time.monotonic() < deadline, "the gateway did not start in time"
-                time.sleep(0.2)
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
-        assert process.returncode in (0, -15), f"the gateway exited with {process.returncode}"
-
-
-async def _http_gateway(
-    command: list[str], environ: dict[str, str], key: str | None, mode: str, handler: Any, log: Path | None
-) -> Any:
-    import httpx2  # the MCP SDK's HTTP client
-    from mcp.client.streamable_http import streamable_http_client
-
-    @asynccontextmanager
-    async def connected() -> AsyncIterator[Client]:
-        async with _http_process(command, environ, log) as url:
-            headers = {"Authorization": f"Bearer {key}"} if key else {}
-            http = httpx2.AsyncClient(headers=headers, timeout=180)
-            transport = streamable_http_client(url, http_client=http)
-            async with http, Client(transport, read_timeout_seconds=180, mode=mode, message_handler=handler) as client:
-                yield client
-
-    return connected()
 
 
 def names(listed: types.ListToolsResult) -> list[str]:

@@ -37,6 +37,7 @@ def test_every_route_is_documented(tiny_router: Router) -> None:
     assert paths == {
         "/",
         "/route",
+        "/call",
         "/deferred",
         "/tools",
         "/healthz",

@@ -67,6 +67,21 @@ def _open_cache(settings: Settings, no_cache: bool) -> Any:
     return None if no_cache else settings.open_cache()
 
 
+def rules_options(command: Any) -> Any:
+    """The operator's rules, which every caller of a serving process is held to."""
+    command = click.option(
+        "--access",
+        type=click.Choice(["any", "read_only", "non_destructive"]),
+        help="read_only: only tools annotated read-only may be found or called [default: any].",
+    )(command)
+    command = click.option(
+        "--exclude-tags", help="No tool with any of these tags (comma-separated), for searches and calls."
+    )(command)
+    return click.option(
+        "--tags", help="Only tools with at least one of these tags (comma-separated), for searches and calls."
+    )(command)
+
+
 index_option = click.option(
     "--index",
     "index_path",
@@ -269,6 +284,7 @@ def route(
     type=click.Path(path_type=Path, dir_okay=False),
     help="Tenants file: API keys and the tools each tenant may see.",
 )
+@rules_options
 def serve(
     index_path: Path | None,
     catalog: Path | None,
@@ -277,6 +293,9 @@ def serve(
     workers: int,
     mcp_servers: Path | None,
     tenants: Path | None,
+    tags: str | None,
+    exclude_tags: str | None,
+    access: str | None,
 ) -> None:
     """Serve the HTTP API (docs at /docs)."""
     import uvicorn
@@ -289,6 +308,9 @@ def serve(
         mcp_servers=mcp_servers,
         tenants=tenants,
         catalog_path=catalog.resolve() if catalog is not None and mcp_servers is not None else None,
+        tags=tags,
+        exclude_tags=exclude_tags,
+        access=access,
     )
     tenant_specs = load_tenants(settings.tenants) if settings.tenants is not None else None  # fail now
     if settings.mcp_servers is not None:
@@ -365,13 +387,7 @@ def _refuse_tenant_typos(tenants: Tenants, catalog: Catalog, path: Path) -> None
     help="With --mcp-servers: search (search_tools + call_tool, a fixed list) or dynamic (found tools are "
     "added to the session's tools/list) [default: TOOLSIFT_EXPOSE or search].",
 )
-@click.option("--tags", help="Only tools with at least one of these tags (comma-separated), for searches and calls.")
-@click.option("--exclude-tags", help="No tool with any of these tags (comma-separated), for searches and calls.")
-@click.option(
-    "--access",
-    type=click.Choice(["any", "read_only", "non_destructive"]),
-    help="read_only: only tools annotated read-only may be found or called [default: any].",
-)
+@rules_options
 @click.option(
     "--tenants",
     type=click.Path(path_type=Path, dir_okay=False),

@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolsift.catalog import Catalog, Tool
@@ -273,10 +274,19 @@ class LiveCatalog:
 
     async def _follow_changes(self, state: ServerState, client: Client, legacy: Any) -> None:
         if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _event in subscription:
-                    await self._changed(state)
-            return
+            try:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    async for _event in subscription:
+                        await self._changed(state)
+                return
+            except MCPError as error:
+                if error.code != types.METHOD_NOT_FOUND:
+                    raise
+                # a server without subscriptions/listen still serves: keep the connection (for
+                # calls), and read its tools again on reload
+                logger.info("MCP server '%s' offers no subscriptions/listen; POST /admin/reload reads its tools again",
+                            state.spec.name)  # fmt: skip
+                await anyio.sleep_forever()
         async for _ in legacy:
             while True:  # coalesce a burst of notifications
                 try:

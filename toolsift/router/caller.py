@@ -27,6 +27,9 @@ class Caller:
     rules: TagRules = field(default_factory=TagRules)
     """The operator's rules this caller is held to (already in ``scope``; kept to say why a
     call is refused)."""
+    reach: Scope | None = None
+    """What the caller's key reaches before the operator's rules (None: the same as ``scope``):
+    a tool there that the rules leave out may be named, with the rule, in a refusal."""
 
     @classmethod
     def anyone(cls, catalog: Catalog) -> Caller:
@@ -35,7 +38,7 @@ class Caller:
 
     def under(self, rules: TagRules, allowed: Scope) -> Caller:
         """This caller held to the operator's ``rules`` too (``allowed``: what they let through)."""
-        return replace(self, scope=self.scope & allowed, rules=rules)
+        return replace(self, scope=self.scope & allowed, rules=rules, reach=self.scope)
 
     def session_key(self, session_id: str) -> str:
         return f"{self.namespace}\x1f{session_id}" if self.namespace else session_id

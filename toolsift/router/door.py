@@ -41,14 +41,14 @@ def answer(
 def tool_to_call(router: Router, name: str, caller: Caller | None = None) -> Tool:
     """The tool named ``name`` when ``caller`` may call it: the same scope a search of theirs
     ranks within (their key's tools, the operator's tags and access). Otherwise
-    ``ToolCallRefused``: a tool they cannot see is, to them, a tool that does not exist; one the
-    operator's rules leave out says which rule (only to a caller without a tenant key)."""
+    ``ToolCallRefused``: a tool their key does not reach is, to them, a tool that does not exist;
+    one their key reaches but the operator's rules leave out is refused naming the rule."""
     caller = caller or Caller.anyone(router.catalog)
     name = router.catalog.resolve(name)  # the name a provider was sent works too
     tool = router.catalog.get(name)
     if tool is not None and caller.scope.contains(tool):
         return tool
-    if tool is not None and not caller.namespace:
+    if tool is not None and caller.reach is not None and caller.reach.contains(tool):
         reason = caller.rules.violation(tool)
         if reason is not None:
             raise ToolCallRefused(name, (), reason)

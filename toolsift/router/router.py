@@ -283,6 +283,7 @@ class Router:
                 whole = self._rank(query, vectors[query], k, allowed, views)
                 part_tops = [(part, self._rank(part, vectors[part], 1, allowed, views)) for part in parts]
                 matches = self._merge(whole, part_tops, k, min_score)
+                matches = self._named_first(query, matches, allowed, k)
             results.append(
                 RouteResult(
                     query=query,
@@ -411,6 +412,19 @@ class Router:
             if match.name not in merged:
                 merged[match.name] = replace(match, rank=len(merged) + 1)
         return list(merged.values())[:k]
+
+    def _named_first(self, query: str, matches: list[Match], allowed: IdArray | None, k: int) -> list[Match]:
+        """A query that is a tool's exact name (or the name providers were sent) finds that tool
+        first when the caller may see it: a model that knows the name gets the tool."""
+        tool = self.catalog.get(self.catalog.resolve(query.strip()))
+        if tool is None or matches and matches[0].name == tool.name:
+            return matches
+        if allowed is not None and not np.isin(self.catalog.position(tool.name), allowed):
+            return matches  # not this caller's, forbidden by the rules, or pinned (delivered anyway)
+        found = next((m for m in matches if m.name == tool.name), None)
+        first = found or Match(tool, matches[0].score if matches else 0.0, 1, lexical=1.0)
+        rest = [m for m in matches if m.name != tool.name]
+        return [replace(m, rank=position) for position, m in enumerate([first, *rest][:k], start=1)]
 
     def _matches(self, ranked: Ranked, intent: str | None) -> list[Match]:
         rows = zip(
