@@ -24,7 +24,7 @@ import jsonschema_rs
 import orjson
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CONNECTION_CLOSED, CallToolResult, TextContent
 from pydantic import ValidationError
 
 from toolsift.catalog import Tool
@@ -40,6 +40,7 @@ OUTCOMES = ("ok", "tool_error", "refused", "invalid_arguments", "unavailable", "
 """How a call ended: ``ok`` (the server ran it), ``tool_error`` (it ran and answered isError),
 ``refused`` (the caller may not call it), ``invalid_arguments``, ``unavailable`` (the server is not
 connected), ``timeout``, ``upstream_error`` (the server failed or answered garbage)."""
+DROPPED = "the connection closed during the call (the server may have crashed); toolsift reconnects to it"
 NOTE_ROOM = 400
 """Bytes kept for the note that says a result was cut."""
 
@@ -189,14 +190,17 @@ class Forwarder:
             what = f"no answer within {timeout:g} s (its call_timeout in the servers file)"
             raise UpstreamCallFailed(server, tool.name, what, "timeout") from None
         except MCPError as error:
+            if error.code == CONNECTION_CLOSED:
+                self.live.connection_lost(server)
+                raise UpstreamCallFailed(server, tool.name, DROPPED) from None
             raise UpstreamCallFailed(server, tool.name, f"it answered with an error: {_one_line(str(error))}") from None
         except ValidationError:
             raise UpstreamCallFailed(
                 server, tool.name, "it answered something that is not an MCP tool result"
             ) from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
-            what = "the connection dropped during the call (the server may have crashed); toolsift reconnects"
-            raise UpstreamCallFailed(server, tool.name, what) from None
+            self.live.connection_lost(server)
+            raise UpstreamCallFailed(server, tool.name, DROPPED) from None
 
     def _validator(self, tool: Tool) -> Any:
         if not tool.parameters:

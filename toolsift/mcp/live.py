@@ -66,6 +66,8 @@ class ServerState:
     changes_seen: int = 0
     client: Client | None = None
     attempted: anyio.Event = field(default_factory=anyio.Event)
+    lost: anyio.Event = field(default_factory=anyio.Event)
+    """Set when a call found the connection closed: the watcher reconnects at once."""
 
     def record(self) -> dict[str, Any]:
         return {
@@ -92,6 +94,7 @@ class LiveCatalog:
         base: Catalog | None = None,
         debounce: float = 0.1,
         retry_delay: float = 1.0,
+        ping_interval: float = 15.0,
         on_failure: Callable[[str], None] | None = None,
     ) -> None:
         names = [spec.name for spec in specs]
@@ -111,6 +114,7 @@ class LiveCatalog:
         self._publish = publish
         self._debounce = debounce
         self._retry_delay = retry_delay
+        self._ping_interval = ping_interval
         self._lock = anyio.Lock()
         self._on_failure = on_failure
 
@@ -153,6 +157,13 @@ class LiveCatalog:
                     self._on_failure(reason)
                 raise ReloadFailed(reason) from error
         return await self.rebuild("reload")
+
+    def connection_lost(self, server: str) -> None:
+        """A call found ``server``'s connection closed (its process died, say): reconnect now
+        rather than at the next ping."""
+        state = self.servers.get(server)
+        if state is not None and state.client is not None:
+            state.lost.set()
 
     def owner(self, name: str) -> str | None:
         """The server that serves the tool ``name`` in the published catalog (``BASE`` for a tool
@@ -256,13 +267,16 @@ class LiveCatalog:
             with send, receive:
                 try:
                     async with open_client(state.spec, on_message) as client:
+                        state.lost = anyio.Event()
                         state.client, state.connected, state.protocol = client, True, client.protocol_version
                         await self._fetch(state)
                         state.attempted.set()
                         delay = self._retry_delay
                         if state.fetched_at and self.router is not None:
                             await self._rebuild_quietly("reconnect")
-                        await self._follow_changes(state, client, receive)
+                        async with anyio.create_task_group() as connection:
+                            connection.start_soon(self._follow_changes, state, client, receive)
+                            connection.start_soon(self._keep_alive, state, client)
                 except Exception as error:
                     state.last_error = _describe(error)
                     logger.warning("MCP server '%s': %s; retrying in %.0fs", state.spec.name, state.last_error, delay)
@@ -271,6 +285,17 @@ class LiveCatalog:
                     state.attempted.set()
             await anyio.sleep(delay)
             delay = min(delay * 2, 60.0)
+
+    async def _keep_alive(self, state: ServerState, client: Client) -> None:
+        """Ping the server every ``ping_interval`` seconds; a ping unanswered within its timeout,
+        or a call that found the connection closed, ends the connection (and the watcher
+        reconnects): a server that died is noticed even when nothing is called."""
+        while True:
+            with anyio.move_on_after(self._ping_interval):
+                await state.lost.wait()
+                raise ConnectionError("the connection closed during a call")
+            with anyio.fail_after(state.spec.timeout):
+                await client.send_ping()
 
     async def _follow_changes(self, state: ServerState, client: Client, legacy: Any) -> None:
         if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
