@@ -151,3 +151,72 @@ def test_the_dynamic_list_is_appended_to_and_each_change_announced(tmp_path: Pat
 
     anyio.run(scenario)
     assert names(types.ListToolsResult(tools=[])) == []
+
+
+def test_post_call_is_the_http_twin_with_the_same_checks_and_every_call_observed(tmp_path: Path) -> None:
+    """``toolsift serve --mcp-servers``: ``POST /call`` through ``Client`` and ``AsyncClient``,
+    the same refusals and errors as the MCP gateway, a JSON log line per call, the metrics and the
+    per-server counts in /admin/status."""
+    import os
+    import subprocess
+    import sys
+
+    import httpx
+
+    from conftest import free_port, wait_until_serving
+    from toolsift.client import AsyncClient, Client
+
+    (tmp_path / "files").mkdir()
+    servers = write_servers(
+        tmp_path / "servers.json",
+        {"everything": everything(), "files": {**faults(tmp_path / "faults.log"), "prefix": "f_"}},
+    )
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "toolsift", "serve", "--mcp-servers", str(servers), "--port", str(port)]
+    command += ["--access", "read_only"]
+    env = {**os.environ, "TOOLSIFT_ADMIN_TOKEN": "admin-token-0123456789", "HF_HUB_OFFLINE": "1"}
+    with open(tmp_path / "serve.log", "w") as log:
+        process = subprocess.Popen(command, env=env, stderr=log)
+        try:
+            wait_until_serving(url, process)
+            with Client(url) as client:
+                echoed = client.call("echo", {"message": "over http"})
+                assert not echoed.is_error and echoed.text == "Echo: over http"
+                summed = client.call("get-sum", {"a": 2, "b": 3}, session_id="conversation-1")
+                assert "5" in summed.text
+                refused = client.call("f_add_tool", {})
+                assert refused.is_error and "access read_only" in refused.text
+                invalid = client.call("f_sleep_for", {"seconds": "soon"})
+                assert invalid.is_error and "arguments.seconds" in invalid.text
+                assert seen_by(tmp_path / "faults.log") == []  # neither reached the server
+                unknown = client.call("ech", {})
+                assert unknown.is_error and "Did you mean 'echo'" in unknown.text
+                raw = httpx.post(url + "/call", json={"tool": "f_add_tool"}, timeout=30)
+                assert raw.status_code == 200 and raw.headers["x-toolsift-call-outcome"] == "refused"
+
+            async def twin() -> None:
+                async with AsyncClient(url) as client:
+                    image = await client.call("get-tiny-image")
+                    assert not image.is_error and "image" in {block["type"] for block in image.content}
+
+            anyio.run(twin)
+            metrics = httpx.get(url + "/metrics", timeout=10).text
+            assert 'toolsift_tool_calls_total{outcome="ok",server="everything"} 3.0' in metrics
+            assert 'toolsift_tool_calls_total{outcome="refused",server="files"} 2.0' in metrics
+            assert "toolsift_tool_call_seconds_bucket" in metrics
+            status = httpx.get(
+                url + "/admin/status", headers={"Authorization": "Bearer admin-token-0123456789"}, timeout=10
+            ).json()
+            calls = status["live"]["servers"]["everything"]["calls"]
+            assert calls["calls"] == 3 and calls["outcomes"] == {"ok": 3}
+            assert status["live"]["servers"]["files"]["calls"]["outcomes"] == {"invalid_arguments": 1, "refused": 2}
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+    lines = [line for line in (tmp_path / "serve.log").read_text().splitlines() if '"toolsift.calls"' in line]
+    import json
+
+    sums = [json.loads(line) for line in lines if '"get-sum"' in line]
+    assert sums and sums[0]["server"] == "everything" and sums[0]["outcome"] == "ok"
+    assert sums[0]["session_id"] == "conversation-1" and sums[0]["result_bytes"] > 0 and sums[0]["ms"] >= 0

@@ -245,8 +245,7 @@ class ServiceState:
             tool = tool_to_call(router, name, caller)
         except ToolCallRefused as error:
             owner = self.live.owner(router.catalog.resolve(name)) if self.live is not None else None
-            server = (owner or "") if caller.scope.contains(router.catalog.resolve(name)) else ""
-            return self.forwarder.refuse(name, server, error, caller.pool, session_id)
+            return self.forwarder.refuse(name, owner or "", error, caller.pool, session_id)  # logs are the operator's
         return await self.forwarder.call(tool, arguments, tenant=caller.pool, session_id=session_id, progress=progress)
 
     def live_status(self) -> dict[str, Any] | None:
