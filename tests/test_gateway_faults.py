@@ -163,8 +163,9 @@ def test_post_call_is_the_http_twin_with_the_same_checks_and_every_call_observed
 
     import httpx
 
-    from conftest import free_port, wait_until_serving
     from toolsift.client import AsyncClient, Client
+
+    from conftest import free_port, wait_until_serving
 
     (tmp_path / "files").mkdir()
     servers = write_servers(
