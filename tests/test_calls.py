@@ -127,3 +127,17 @@ def test_operator_rules_hold_in_every_http_view(tiny_router: Router) -> None:
         assert client.get("/tools/delete_file").status_code == 404
         deferred = client.get("/deferred", params={"format": "anthropic"}).json()
         assert "delete_file" not in str(deferred)
+
+
+def test_uri_templates_match_what_they_describe() -> None:
+    from toolsift.mcp.relay import _template_pattern
+
+    one_segment = _template_pattern("demo://resource/dynamic/text/{resourceId}")
+    assert one_segment.fullmatch("demo://resource/dynamic/text/7")
+    assert not one_segment.fullmatch("demo://resource/dynamic/text/7/more")
+    assert not one_segment.fullmatch("demo://resource/dynamic/blob/7")
+    any_path = _template_pattern("file:///{+path}")
+    assert any_path.fullmatch("file:///etc/hosts") and not any_path.fullmatch("http://x/etc")
+    assert _template_pattern("a.b://{x}").fullmatch("a.b://y") and not _template_pattern("a.b://{x}").fullmatch(
+        "aXb://y"
+    )

@@ -32,7 +32,7 @@ from toolsift.embeddings import Embedder, EmbeddingCache, embedder_for
 from toolsift.errors import CatalogError, ReloadFailed, ToolsiftError
 from toolsift.mcp.client import list_server_tools, open_client
 from toolsift.mcp.sources import McpServerSpec
-from toolsift.router import RankingConfig, Router
+from toolsift.router import RankingConfig, Router, Scope
 
 logger = logging.getLogger("toolsift.mcp")
 
@@ -169,6 +169,14 @@ class LiveCatalog:
         """The server that serves the tool ``name`` in the published catalog (``BASE`` for a tool
         of the base catalog), None for a name it does not have."""
         return self._owners.get(name)
+
+    def servers_reached(self, scope: Scope) -> list[str]:
+        """The servers that serve at least one tool of ``scope``, in the order listed: whose
+        resources and prompts a caller with that scope may see."""
+        if scope.is_everything:
+            return list(self.servers)
+        owners = {self._owners.get(tool.name) for tool in scope.tools}
+        return [name for name in self.servers if name in owners]
 
     def status(self) -> dict[str, Any]:
         return {

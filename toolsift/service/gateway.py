@@ -16,10 +16,14 @@
 Either way a ``tools/call`` of a found tool's own name is forwarded like ``call_tool``, and every
 call goes through ``ServiceState.call``: the caller's scope (tenant key, the operator's tags and
 access) decides before anything reaches the upstream server.
+
+The upstream servers' resources and prompts are listed and forwarded too (``toolsift.mcp.relay``),
+those of the servers the caller's scope reaches; the gateway has none of its own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Annotated, Any
 
@@ -28,7 +32,15 @@ from mcp.server import MCPServer
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, ToolListChangedNotification
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ToolListChangedNotification,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
@@ -44,6 +56,7 @@ CALL_DESCRIPTION = (
     "the tool's inputSchema). Returns that tool's own result."
 )
 MAX_SESSIONS = 10_000
+RELAYED = frozenset({"resources/list", "resources/templates/list", "resources/read", "prompts/list", "prompts/get"})
 
 ToolName = Annotated[str, Field(min_length=1, max_length=256, description="The tool's exact name, from search_tools")]
 Arguments = Annotated[dict[str, Any] | None, Field(description="The tool's arguments, matching its inputSchema")]
@@ -138,6 +151,8 @@ class Gateway:
         """Middleware: a found tool called by its own name goes to ``call_tool``; a session's
         ``tools/list`` (dynamic mode) ends with the tools it found."""
         params = ctx.params or {}
+        if ctx.method in RELAYED and self.state.relay is not None:
+            return await self._relayed(ctx, params)
         if ctx.method == "tools/call" and params.get("name") not in OWN_TOOLS and isinstance(params.get("name"), str):
             forwarded = {"name": params["name"], "arguments": params.get("arguments")}
             rewritten = {**params, "name": CALL_TOOL, "arguments": forwarded}
@@ -148,9 +163,43 @@ class Gateway:
             result["tools"] = [*result.get("tools", []), *self._listed(ctx, self._found[key].names)]
         return result
 
-    def _listed(self, ctx: ServerRequestContext[Any, Any], names: list[str]) -> list[dict[str, Any]]:
+    async def _relayed(self, ctx: ServerRequestContext[Any, Any], params: Mapping[str, Any]) -> HandlerResult:
+        """An upstream resource or prompt request, for the servers the caller reaches."""
+        relay = self.state.relay
+        assert relay is not None
+        servers = self.state.servers_for(self._request_caller(ctx))
+        if ctx.method == "resources/list":
+            return ListResourcesResult(resources=await relay.resources(servers))
+        if ctx.method == "resources/templates/list":
+            return ListResourceTemplatesResult(resource_templates=await relay.templates(servers))
+        if ctx.method == "prompts/list":
+            return ListPromptsResult(prompts=await relay.prompts(servers))
+        if ctx.method == "resources/read":
+            return await relay.read(_text_param(params, "uri"), servers)
+        arguments = params.get("arguments")
+        if arguments is not None and not (
+            isinstance(arguments, dict) and all(isinstance(value, str) for value in arguments.values())
+        ):
+            raise MCPError(INVALID_PARAMS, "prompts/get: 'arguments' must be an object of strings")
+        return await relay.get_prompt(_text_param(params, "name"), arguments, servers)
+
+    def _request_caller(self, ctx: ServerRequestContext[Any, Any]) -> Caller:
         router = self.state.routers.get()
         headers = None if ctx.request is None else ctx.request.headers
-        caller: Caller = self.state.caller(self.state.tenant_from_headers(headers), router)
+        try:
+            return self.state.caller(self.state.tenant_from_headers(headers), router)
+        except ToolsiftError as error:
+            raise MCPError(INVALID_PARAMS, str(error)) from None
+
+    def _listed(self, ctx: ServerRequestContext[Any, Any], names: list[str]) -> list[dict[str, Any]]:
+        router = self.state.routers.get()
+        caller = self._request_caller(ctx)
         visible = [router.catalog.get(router.catalog.resolve(name)) for name in names]
         return [to_mcp(tool) for tool in visible if tool is not None and caller.scope.contains(tool)]
+
+
+def _text_param(params: Mapping[str, Any], name: str) -> str:
+    value = params.get(name)
+    if not isinstance(value, str) or not value or len(value) > 8192:
+        raise MCPError(INVALID_PARAMS, f"'{name}' must be a string of 1 to 8192 characters")
+    return value

@@ -72,6 +72,7 @@ async def serve_index_folder(state: ServiceState) -> AsyncIterator[None]:
 async def serve_mcp_servers(state: ServiceState) -> AsyncIterator[None]:
     from toolsift.mcp import LiveCatalog, load_sources, router_builder  # the MCP client, only in this mode
     from toolsift.mcp.calls import Forwarder
+    from toolsift.mcp.relay import Relay
 
     settings = state.settings
     assert settings.mcp_servers is not None
@@ -91,7 +92,8 @@ async def serve_mcp_servers(state: ServiceState) -> AsyncIterator[None]:
         state.forwarder = Forwarder(
             live, max_result_bytes=settings.max_result_bytes, observe=state.metrics.observe_call
         )
+        state.relay = Relay(live, max_result_bytes=settings.max_result_bytes)
         try:
             yield
         finally:
-            state.live, state.forwarder = None, None
+            state.live, state.forwarder, state.relay = None, None, None

@@ -35,6 +35,7 @@ from toolsift.tenants import Tenants, TenantSpec, key_from_headers
 if TYPE_CHECKING:  # imported when used: a service without MCP sources or Redis never loads their clients
     from toolsift.mcp import LiveCatalog
     from toolsift.mcp.calls import CallOutcome, Forwarder, Progress
+    from toolsift.mcp.relay import Relay
     from toolsift.service.replicas import Replicas
 
 logger = logging.getLogger("toolsift.service")
@@ -91,6 +92,8 @@ class ServiceState:
     """The running ``LiveCatalog`` while the catalog comes from MCP servers, else None."""
     forwarder: Forwarder | None = None
     """Forwards tool calls to those servers (the gateway), while ``live`` runs."""
+    relay: Relay | None = None
+    """Lists and forwards those servers' resources and prompts (the gateway), while ``live`` runs."""
     folder_seen: FolderVersion = ("", 0.0)
     """The index folder version this process serves (for the watcher)."""
     edit_lock: anyio.Lock = field(default_factory=anyio.Lock)
@@ -247,6 +250,11 @@ class ServiceState:
             owner = self.live.owner(router.catalog.resolve(name)) if self.live is not None else None
             return self.forwarder.refuse(name, owner or "", error, caller.pool, session_id)  # logs are the operator's
         return await self.forwarder.call(tool, arguments, tenant=caller.pool, session_id=session_id, progress=progress)
+
+    def servers_for(self, caller: Caller) -> list[str]:
+        """The MCP servers whose resources and prompts ``caller`` may see: those serving at
+        least one tool of its scope (its key's tools under the operator's rules)."""
+        return self.live.servers_reached(caller.scope) if self.live is not None else []
 
     def live_status(self) -> dict[str, Any] | None:
         """The live catalog's servers with their tool calls (``/admin/status``); None without one."""
