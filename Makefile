@@ -86,7 +86,7 @@ clean:
 
 DATASETS ?= ../shared/datasets
 
-bench: install services
+bench: install services mcp-servers
 	$(BIN)/toolsift bench --datasets $(DATASETS) --json benchmarks/results/accuracy.json --report benchmarks/report
 	$(BIN)/toolsift bench --dataset $(DATASETS)/functionchat_ko --model all-MiniLM-L6-v2 --json benchmarks/results/accuracy-minilm-ko.json
 	$(BIN)/toolsift bench --datasets $(DATASETS) --model all-MiniLM-L6-v2+multilingual-e5-small --limit 3000 \
@@ -103,8 +103,11 @@ bench: install services
 	$(BIN)/toolsift bench --datasets $(DATASETS) --feedback-split 0,0.1,0.25,0.5 --json benchmarks/results/feedback.json
 	$(BIN)/toolsift perf --replicas --sizes 1000 --requests 800 --json benchmarks/results/replicas.json
 	$(BIN)/toolsift perf --against 94a923d --rounds 3 --requests 400 --json benchmarks/results/against.json
+	$(BIN)/toolsift perf --gateway benchmarks/gateway-servers.json --catalog toolsift/data/default_catalog.yaml --calls 1000 \
+		--json benchmarks/results/gateway.json
 	$(BIN)/python benchmarks/results_md.py benchmarks/results/accuracy.json benchmarks/results/performance.json \
 		benchmarks/results/feedback.json benchmarks/results/replicas.json benchmarks/results/sessions.json benchmarks/results/sessions-long.json \
 		benchmarks/results/abstention.json benchmarks/results/accuracy-ensemble.json \
 		benchmarks/results/accuracy-minilm-ko.json benchmarks/results/backends.json \
-		benchmarks/results/accuracy-int8.json benchmarks/results/against.json > benchmarks/RESULTS.md
+		benchmarks/results/accuracy-int8.json benchmarks/results/against.json benchmarks/results/gateway.json \
+		> benchmarks/RESULTS.md

@@ -16,6 +16,7 @@ from typing import Any
 from toolsift.bench.abstention import abstention_table
 from toolsift.bench.accuracy import DatasetResult
 from toolsift.bench.backends import backends_table
+from toolsift.bench.gateway import gateway_table
 from toolsift.bench.report import accuracy_tables, performance_tables
 from toolsift.bench.sessions import sessions_table
 
@@ -326,10 +327,31 @@ def against_section(document: dict[str, Any]) -> str:
     )
 
 
+def gateway_section(document: dict[str, Any]) -> str:
+    return "\n".join(
+        [
+            "## The MCP gateway: added latency per call, tokens per turn",
+            "",
+            f"Command: `{document['command']}`",
+            "",
+            f"Servers: {', '.join(document['servers'])} (the pinned npm servers of `make mcp-servers`). The same "
+            "SDK client (`mcp.Client`, stdio) calls the tool directly and through `toolsift mcp --mcp-servers` "
+            "(`call_tool`), the two interleaved call by call; added = the difference of the percentiles, with a "
+            "bootstrap 95% interval on the p50 difference. Tokens: cl100k_base over each definition as compact "
+            "JSON in OpenAI's function form, what the client sends its model each turn; the dynamic rows after "
+            "that many searches (k=5) in one session.",
+            "",
+            gateway_table(document),
+        ]
+    )
+
+
 def _other_section(path: str) -> str:
     document = json.loads(Path(path).read_text())
     if document.get("schema") == "toolsift-against/1":
         return against_section(document)
+    if document.get("schema") == "toolsift-gateway/1":
+        return gateway_section(document)
     if document.get("schema") == "toolsift-replicas/1":
         return replicas_section(document)
     if document.get("schema") == "toolsift-feedback-bench/1":

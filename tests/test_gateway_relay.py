@@ -140,3 +140,32 @@ def test_a_key_sees_the_resources_and_prompts_of_the_servers_it_reaches_only(tmp
                 assert seen_by(tmp_path / "faults.log") == before  # the upstream saw nothing
 
     anyio.run(scenario)
+
+
+def test_perf_gateway_measures_added_latency_and_tokens_per_expose_mode(tmp_path: Path) -> None:
+    """``toolsift perf --gateway``: a small run, for the shape and sense of its figures (the
+    figures themselves are RESULTS.md's, from `make bench`)."""
+    import json
+    import subprocess
+    import sys
+
+    servers = write_servers(
+        tmp_path / "servers.json", {"everything": everything(), "files": filesystem(tmp_path / "files")}
+    )
+    out = tmp_path / "gateway.json"
+    command = [sys.executable, "-m", "toolsift", "perf", "--gateway", str(servers), "--calls", "20"]
+    run = subprocess.run([*command, "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "added by the gateway" in run.stdout and "every upstream tool" in run.stdout
+    document = json.loads(out.read_text())
+    latency = document["latency_ms"]
+    assert document["server"] == "everything" and document["calls"] == 20
+    assert 0 < latency["direct"]["p50"] and 0 < latency["gateway"]["p50"]
+    assert latency["added"]["p50"] == round(latency["gateway"]["p50"] - latency["direct"]["p50"], 3)
+    low, high = latency["added"]["p50_ci95"]
+    assert low <= high
+    tokens = document["tokens"]
+    assert tokens["all_upstream"]["tools"] > 20  # server-everything's and server-filesystem's
+    assert tokens["search"]["tools"] == 3 and tokens["search"]["tokens"] < tokens["all_upstream"]["tokens"]
+    grown = [row["tools"] for row in tokens["dynamic"]]
+    assert grown == sorted(grown) and grown[0] > 3  # appended to, search after search

@@ -434,7 +434,11 @@ def mcp_command(
         # the index is loaded now: a missing one is a one-line error
         server, state = serve_index_folder_over_mcp(settings, tenant_specs)
     if transport == "stdio":
-        server.run("stdio")
+        import anyio
+
+        from toolsift.service.stdio import run_stdio
+
+        anyio.run(run_stdio, server)
     else:
         uvicorn.run(
             mcp_http_app(server, state), host=settings.host, port=settings.port, log_level=settings.log_level,

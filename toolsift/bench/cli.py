@@ -6,6 +6,7 @@ They are registered on the main ``toolsift`` group (``toolsift.cli``) with ``add
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -344,6 +345,24 @@ def sessions_bench(
 )
 @click.option("--rounds", type=click.IntRange(1, 50), default=3, show_default=True, help="With --against.")
 @click.option(
+    "--gateway",
+    "gateway_servers",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="Measure the gateway in front of these MCP servers instead (a servers file): added latency per call "
+    "over calling the server directly with the same SDK client, and the tokens per turn of each --expose mode "
+    "against listing every upstream tool.",
+)
+@click.option("--tool", default="echo", show_default=True, help="With --gateway: the tool to time.")
+@click.option(
+    "--arguments", "tool_arguments", default='{"message": "hello"}', show_default=True,
+    help="With --gateway: the tool's arguments (JSON).",
+)  # fmt: skip
+@click.option("--calls", type=click.IntRange(10, 100000), default=500, show_default=True, help="With --gateway.")
+@click.option(
+    "--catalog", "gateway_catalog", type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="With --gateway: static tools served beside the servers' (as `toolsift mcp --catalog`).",
+)  # fmt: skip
+@click.option(
     "--requests",
     type=click.IntRange(16, 100000),
     default=400,
@@ -353,10 +372,23 @@ def sessions_bench(
 def perf(
     sizes: str, query_count: int, kind: str, model: str | None, json_path: Path | None, report_dir: Path | None,
     compare_backends: bool, compare_replicas: bool, against: str | None, rounds: int, requests: int,
+    gateway_servers: Path | None, tool: str, tool_arguments: str, calls: int, gateway_catalog: Path | None,
 ) -> None:  # fmt: skip
     """Measure build throughput, route latency (in-process, HTTP) and memory at several catalog sizes
     (or, with --backends, the torch and onnx embedding backends side by side; with --replicas, one
-    replica against two)."""
+    replica against two; with --gateway, the MCP gateway)."""
+    if gateway_servers:
+        from toolsift.bench.gateway import gateway_table, run_gateway
+
+        try:
+            arguments = json.loads(tool_arguments)
+        except json.JSONDecodeError as error:
+            raise click.BadParameter(f"not JSON: {error}", param_hint="--arguments") from None
+        document = run_gateway(gateway_servers, tool, arguments, calls, click.echo, catalog=gateway_catalog)
+        document["command"] = command_line("perf")
+        click.echo(gateway_table(document))
+        write_figures(json_path, document)
+        return
     if against:
         from toolsift.bench.against import against_table, run_against
 
