@@ -160,7 +160,7 @@ def test_perf_gateway_measures_added_latency_and_tokens_per_expose_mode(tmp_path
     document = json.loads(out.read_text())
     latency = document["latency_ms"]
     assert document["server"] == "everything" and document["calls"] == 20
-    assert 0 < latency["direct"]["p50"] and 0 < latency["gateway"]["p50"]
+    assert latency["direct"]["p50"] > 0 and latency["gateway"]["p50"] > 0
     assert latency["added"]["p50"] == round(latency["gateway"]["p50"] - latency["direct"]["p50"], 3)
     low, high = latency["added"]["p50_ci95"]
     assert low <= high
