@@ -9,7 +9,7 @@ import collections.abc
 import json
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
@@ -260,7 +260,19 @@ def test_the_async_client_answers_like_the_blocking_one(served: str) -> None:
     anyio.run(scenario)
 
 
-def anthropic_stand_in(seen_tools: list[Any]) -> httpx2.MockTransport:
+Pick = Callable[[list[str]], tuple[str, dict[str, Any]]]
+
+
+def weather_pick(found: list[str]) -> tuple[str, dict[str, Any]]:
+    return found[0], {"city": "Lisbon"}
+
+
+def echo_pick(found: list[str]) -> tuple[str, dict[str, Any]]:
+    """The model picks server-everything's echo if the search found it, else the first tool."""
+    return ("echo" if "echo" in found else found[0]), {"message": "rain in Lisbon"}
+
+
+def anthropic_stand_in(seen_tools: list[Any], pick: Pick = weather_pick) -> httpx2.MockTransport:
     """The Messages API, as far as the loop needs it: search first, then call what was referenced."""
 
     def reply(request: httpx2.Request) -> httpx2.Response:
@@ -273,8 +285,8 @@ def anthropic_stand_in(seen_tools: list[Any]) -> httpx2.MockTransport:
                 ToolUseBlock(id="toolu_1", type="tool_use", name=SEARCH_TOOL_NAME, input={"query": last})
             ]
         elif any(isinstance(b, dict) and b.get("type") == "tool_reference" for b in results[0]["content"]):
-            found = [b["tool_name"] for b in results[0]["content"]]
-            blocks = [ToolUseBlock(id="toolu_2", type="tool_use", name=found[0], input={"city": "Lisbon"})]
+            name, arguments = pick([b["tool_name"] for b in results[0]["content"]])
+            blocks = [ToolUseBlock(id="toolu_2", type="tool_use", name=name, input=arguments)]
         else:
             blocks = [TextBlock(type="text", text="Rain on Saturday.")]
         stop: Literal["tool_use", "end_turn"] = "tool_use" if isinstance(blocks[0], ToolUseBlock) else "end_turn"
@@ -294,7 +306,7 @@ def test_the_anthropic_agent_loop_runs_end_to_end(served: str) -> None:
         api_key="test", base_url="http://stand-in", http_client=httpx2.Client(transport=anthropic_stand_in(seen_tools))
     )
     called: list[str] = []
-    # -- the loop as the README shows it --
+    # -- the loop, with a tool runner of the test's own --
     toolsift = Client(served)
     tools = toolsift.deferred("anthropic").tools  # the same on every turn
     messages: list[Any] = [{"role": "user", "content": "Will it rain in Lisbon this weekend?"}]
@@ -319,7 +331,7 @@ def run_tool(call: Any, called: list[str]) -> dict[str, Any]:
     return {"type": "tool_result", "tool_use_id": call.id, "content": "rain on Saturday"}
 
 
-def openai_stand_in(seen_tools: list[Any]) -> httpx2.MockTransport:
+def openai_stand_in(seen_tools: list[Any], pick: Pick = weather_pick) -> httpx2.MockTransport:
     """The Responses API: a client tool search first, then a call of the first tool found."""
 
     def reply(request: httpx2.Request) -> httpx2.Response:
@@ -335,10 +347,10 @@ def openai_stand_in(seen_tools: list[Any]) -> httpx2.MockTransport:
                 ResponseOutputMessage(id="m", type="message", role="assistant", status="completed", content=[text])
             ]
         elif outputs:
-            name = outputs[-1]["tools"][0]["name"]
+            name, arguments = pick([tool["name"] for tool in outputs[-1]["tools"]])
             output = [
                 ResponseFunctionToolCall(
-                    type="function_call", call_id="fc_1", name=name, arguments='{"city": "Lisbon"}'
+                    type="function_call", call_id="fc_1", name=name, arguments=json.dumps(arguments)
                 )
             ]
         else:
@@ -365,7 +377,7 @@ def test_the_openai_agent_loop_runs_end_to_end(served: str) -> None:
         api_key="test", base_url="http://stand-in/v1", http_client=httpx2.Client(transport=openai_stand_in(seen_tools))
     )
     called: list[str] = []
-    # -- the loop as the README shows it --
+    # -- the loop, with a tool runner of the test's own --
     toolsift = Client(served)
     tools = toolsift.deferred("openai").tools  # the same on every turn
     items: list[Any] = [{"role": "user", "content": "Will it rain in Lisbon this weekend?"}]
@@ -387,6 +399,89 @@ def test_the_openai_agent_loop_runs_end_to_end(served: str) -> None:
 def note(name: str, called: list[str]) -> str:
     called.append(name)
     return "rain on Saturday"
+
+
+@pytest.fixture(scope="module")
+def gatewayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``toolsift serve --mcp-servers`` in front of server-everything (npm, ``make mcp-servers``)."""
+    from gateway_kit import everything, write_servers
+
+    folder = tmp_path_factory.mktemp("gatewayed")
+    servers = write_servers(folder / "servers.json", {"everything": everything()})
+    port = free_port()
+    command = [sys.executable, "-m", "toolsift", "serve", "--mcp-servers", str(servers), "--port", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_serving(url, process)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_the_anthropic_loop_runs_the_chosen_tool_through_the_gateway(gatewayed: str) -> None:
+    from anthropic.types import ToolResultBlockParam
+
+    seen_tools: list[Any] = []
+    transport = anthropic_stand_in(seen_tools, pick=echo_pick)
+    claude = anthropic.Anthropic(
+        api_key="test", base_url="http://stand-in", http_client=httpx2.Client(transport=transport)
+    )
+    toolsift = Client(gatewayed)
+    # -- the loop as the README shows it --
+    tools = toolsift.deferred("anthropic").tools  # the same on every turn
+    messages: list[Any] = [{"role": "user", "content": "Echo 'rain in Lisbon' back to me"}]
+    while True:
+        reply = claude.messages.create(model="claude-sonnet-4-5", max_tokens=1024, tools=tools, messages=messages)  # type: ignore[arg-type]
+        messages.append({"role": "assistant", "content": [block.model_dump() for block in reply.content]})
+        calls = [block for block in reply.content if block.type == "tool_use"]
+        if not calls:
+            break
+        results = [
+            toolsift.anthropic_tool_result(c) if c.name == SEARCH_TOOL_NAME else toolsift.anthropic_call_result(c)
+            for c in calls
+        ]
+        messages.append({"role": "user", "content": results})
+    # --
+    toolsift.close()
+    assert len(seen_tools) == 3 and all(tools == seen_tools[0] for tools in seen_tools)
+    ran = messages[-2]["content"][0]  # the answer to the model's call of the tool it found
+    assert conforms(ToolResultBlockParam, ran) and "is_error" not in ran
+    assert ran["content"] == [{"type": "text", "text": "Echo: rain in Lisbon"}]  # server-everything's own answer
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_the_openai_loop_runs_the_chosen_tool_through_the_gateway(gatewayed: str) -> None:
+    from openai.types.responses.response_input_item_param import FunctionCallOutput
+
+    seen_tools: list[Any] = []
+    transport = openai_stand_in(seen_tools, pick=echo_pick)
+    gpt = openai.OpenAI(api_key="test", base_url="http://stand-in/v1", http_client=httpx2.Client(transport=transport))
+    toolsift = Client(gatewayed)
+    # -- the loop as the README shows it --
+    tools = toolsift.deferred("openai").tools  # the same on every turn
+    items: list[Any] = [{"role": "user", "content": "Echo 'rain in Lisbon' back to me"}]
+    while True:
+        response = gpt.responses.create(model="gpt-5.1", tools=tools, input=items)  # type: ignore[arg-type]
+        items += [item.model_dump(exclude_none=True) for item in response.output]
+        searches = [item for item in response.output if item.type == "tool_search_call"]
+        calls = [item for item in response.output if item.type == "function_call"]
+        if not searches and not calls:
+            break
+        items += [toolsift.openai_tool_search_output(search) for search in searches]
+        items += [toolsift.openai_call_output(c) for c in calls]
+    # --
+    ran = items[-2]
+    assert conforms(FunctionCallOutput, ran) and ran["output"] == "Echo: rain in Lisbon"
+    assert len(seen_tools) == 3 and all(tools == seen_tools[0] for tools in seen_tools)
+    garbled = ResponseFunctionToolCall(type="function_call", call_id="fc_9", name="echo", arguments="{not json")
+    refused = toolsift.openai_call_output(garbled)
+    assert refused["call_id"] == "fc_9" and "not JSON" in refused["output"]  # never sent; the model reads why
+    toolsift.close()
 
 
 @pytest.mark.slow
@@ -500,3 +595,33 @@ def test_the_client_asks_for_a_narrowed_deferred_list(client: TestClient) -> Non
         nothing = toolsift.deferred("openai", access="non_destructive")  # no tiny tool is annotated so
     assert "delete_file" not in [tool.get("name") for tool in narrowed.tools] and narrowed.count == 7
     assert nothing.count == 0 and len(nothing.tools) == 1  # the search tool alone
+
+
+def test_a_tool_result_of_every_block_kind_is_valid_for_each_provider() -> None:
+    from anthropic.types import ToolResultBlockParam
+    from openai.types.responses.response_input_item_param import FunctionCallOutput
+
+    from toolsift.client import _call_output, _call_result
+    from toolsift.wire import CallResult
+
+    pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    result = CallResult.model_validate(
+        {
+            "content": [
+                {"type": "text", "text": "a chart"},
+                {"type": "image", "data": pixel, "mimeType": "image/png"},
+                {"type": "resource_link", "uri": "file:///tmp/chart.csv", "name": "chart.csv"},
+            ],
+            "isError": True,
+        }
+    )
+    claude = _call_result({"id": "toolu_1"}, result)
+    assert conforms(ToolResultBlockParam, claude) and claude["is_error"] is True
+    assert [block["type"] for block in claude["content"]] == ["text", "image", "text"]
+    assert "file:///tmp/chart.csv" in claude["content"][2]["text"]
+    gpt = _call_output({"call_id": "fc_1"}, result)
+    assert conforms(FunctionCallOutput, gpt)
+    assert [item["type"] for item in gpt["output"]] == ["input_text", "input_image", "input_text"]
+    structured = CallResult.model_validate({"content": [], "structuredContent": {"sum": 5}})
+    assert _call_output({"call_id": "fc_2"}, structured)["output"] == '{"sum":5}'
+    assert _call_result({"id": "toolu_2"}, structured)["content"] == [{"type": "text", "text": '{"sum":5}'}]

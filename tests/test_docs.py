@@ -110,3 +110,18 @@ def test_the_fingerprint_is_the_same_in_every_format_and_changes_with_the_tools(
         names = [t["name"] for t in second["tools"]]
         assert len(names) == 2 and second["fingerprint"] != first["fingerprint"]
         assert second["fingerprint"] == fingerprint_sequence([tiny_router.catalog.get(n) for n in names])  # type: ignore[misc]
+
+
+def test_the_readme_loops_are_the_ones_the_tests_run() -> None:
+    """The agent loops of the README's deferred-loading section, line for line, are those
+    tests/test_deferred.py runs against the gateway (between its ``the loop as the README shows it``
+    markers)."""
+    source = (Path(__file__).parent / "test_deferred.py").read_text(encoding="utf-8")
+    readme = {line.strip() for line in README.splitlines()}
+    loops = re.findall(r"# -- the loop as the README shows it --\n(.*?)\n\s*# --\n", source, re.S)
+    assert len(loops) == 2
+    for loop in loops:
+        for line in loop.splitlines():
+            line = re.sub(r"\s*# type: ignore\[[a-z-]+\]", "", line).strip()
+            line = re.sub(r"^(\w+): [^=]+ = ", r"\1 = ", line)  # the test's annotations
+            assert line in readme, f"README.md lacks this line of the tested loop: {line}"

@@ -236,6 +236,22 @@ class Client:
         """The ``tool_search_output`` item answering the model's ``tool_search_call`` item."""
         return _output_item(self.route(**openai_search(call, k, session_id, rules)))
 
+    def anthropic_call_result(self, tool_use: Any, *, session_id: str | None = None) -> dict[str, Any]:
+        """The ``tool_result`` block answering the model's call of a tool it found (a ``tool_use``
+        block): the call run through ``POST /call`` on the server that owns the tool."""
+        name, arguments = _called(tool_use, "input")
+        return _call_result(tool_use, self.call(name, arguments, session_id=session_id))
+
+    def openai_call_output(self, call: Any, *, session_id: str | None = None) -> dict[str, Any]:
+        """The ``function_call_output`` item answering the model's ``function_call`` item, the call
+        run through ``POST /call``; arguments that are not a JSON object are answered as an error
+        the model can read (and mend), never sent."""
+        try:
+            name, arguments = _called(call, "arguments")
+        except ValueError as error:
+            return _call_output(call, _not_sent(error))
+        return _call_output(call, self.call(name, arguments, session_id=session_id))
+
 
 def anthropic_search(
     tool_use: Any, k: int, session_id: str | None, rules: Mapping[str, Any] | None = None
@@ -252,6 +268,35 @@ def openai_search(call: Any, k: int, session_id: str | None, rules: Mapping[str,
     call_id = _field(call, "call_id") or _field(call, "id")
     return {"query": arguments["query"], "delivery": "tool_search_output", "format": "responses",
             "call_id": call_id, "turn_key": turn_key_of(call_id), **_search_options(arguments, k, session_id, rules)}  # fmt: skip
+
+
+def _called(call: Any, field: str) -> tuple[str, dict[str, Any]]:
+    """The tool a model's call names and its arguments (a dict, or the JSON text OpenAI sends);
+    ``ValueError`` when the arguments are not a JSON object."""
+    arguments = _field(call, field)
+    if isinstance(arguments, str):
+        import orjson
+
+        try:
+            arguments = orjson.loads(arguments or "{}")
+        except orjson.JSONDecodeError as error:
+            raise ValueError(f"the arguments are not JSON ({error}); send a JSON object") from None
+    if not isinstance(arguments, Mapping):
+        raise ValueError(f"the arguments must be a JSON object, got {type(arguments).__name__}")
+    return str(_field(call, "name")), dict(arguments)
+
+
+def _not_sent(error: ValueError) -> CallResult:
+    return CallResult.model_validate({"content": [{"type": "text", "text": str(error)}], "isError": True})
+
+
+def _call_result(tool_use: Any, result: CallResult) -> dict[str, Any]:
+    block = {"type": "tool_result", "tool_use_id": _field(tool_use, "id"), "content": result.anthropic_content()}
+    return block | ({"is_error": True} if result.is_error else {})
+
+
+def _call_output(call: Any, result: CallResult) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": _field(call, "call_id"), "output": result.openai_output()}
 
 
 def _tool_result(tool_use: Any, found: RouteResponse) -> dict[str, Any]:
@@ -335,6 +380,17 @@ class AsyncClient:
         self, call: Any, *, k: int = 5, session_id: str | None = None, **rules: Any
     ) -> dict[str, Any]:
         return _output_item(await self.route(**openai_search(call, k, session_id, rules)))
+
+    async def anthropic_call_result(self, tool_use: Any, *, session_id: str | None = None) -> dict[str, Any]:
+        name, arguments = _called(tool_use, "input")
+        return _call_result(tool_use, await self.call(name, arguments, session_id=session_id))
+
+    async def openai_call_output(self, call: Any, *, session_id: str | None = None) -> dict[str, Any]:
+        try:
+            name, arguments = _called(call, "arguments")
+        except ValueError as error:
+            return _call_output(call, _not_sent(error))
+        return _call_output(call, await self.call(name, arguments, session_id=session_id))
 
 
 def langgraph_bigtool_retrievers(

@@ -294,6 +294,42 @@ class CallResult(WireModel):
         """The text blocks, joined (what a model would read)."""
         return "\n".join(block.get("text", "") for block in self.content if block.get("type") == "text")
 
+    def anthropic_content(self) -> list[dict[str, Any]]:
+        """The content as Anthropic ``tool_result`` content: text and images as they are, any
+        other block (audio, a resource, ``structuredContent`` alone) as its JSON in a text block."""
+        blocks = [_anthropic_block(block) for block in self.content]
+        if not blocks and self.structured_content is not None:
+            blocks = [{"type": "text", "text": _json(self.structured_content)}]
+        return blocks
+
+    def openai_output(self) -> str | list[dict[str, Any]]:
+        """The content as an OpenAI ``function_call_output``'s ``output``: the text when there is
+        only text, else ``input_text`` / ``input_image`` items."""
+        if all(block.get("type") == "text" for block in self.content):
+            return self.text if self.content or self.structured_content is None else _json(self.structured_content)
+        return [_openai_item(block) for block in self.content]
+
+
+def _json(value: Any) -> str:
+    import orjson
+
+    return orjson.dumps(value).decode()
+
+
+def _anthropic_block(block: dict[str, Any]) -> dict[str, Any]:
+    if block.get("type") == "text":
+        return {"type": "text", "text": block.get("text", "")}
+    if block.get("type") == "image" and block.get("mimeType") in ("image/jpeg", "image/png", "image/gif", "image/webp"):
+        return {"type": "image", "source": {"type": "base64", "media_type": block["mimeType"], "data": block["data"]}}
+    return {"type": "text", "text": _json(block)}
+
+
+def _openai_item(block: dict[str, Any]) -> dict[str, Any]:
+    if block.get("type") == "image" and isinstance(block.get("data"), str):
+        return {"type": "input_image", "image_url": f"data:{block.get('mimeType', 'image/png')};base64,{block['data']}"}
+    text = block.get("text", "") if block.get("type") == "text" else _json(block)
+    return {"type": "input_text", "text": text}
+
 
 class FeedbackAccepted(WireModel):
     accepted: bool = True
