@@ -173,3 +173,15 @@ def test_tenants_see_their_own_fingerprint_and_no_server_details(tiny_router: Ro
         assert "toolsift_catalog_tools" not in client.get("/metrics").text  # unauthenticated
         lint = client.get("/lint", headers=headers).json()
         assert lint["catalog"] == "catalog" and tiny_router.catalog.source not in json.dumps(lint)
+
+
+def test_an_operator_tag_typo_is_logged_when_a_catalog_loads(
+    tiny_router: Router, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(tiny_router, settings=Settings(tags="emial", exclude_tags="wether,weather"))
+    with caplog.at_level("WARNING", logger="toolsift.service"), TestClient(app):
+        pass
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("unknown tag 'emial'. Did you mean 'email'?" in w and "no tool passes it" in w for w in warnings)
+    assert any("unknown tag 'wether'" in w and "it leaves nothing out" in w for w in warnings)
+    assert not any("'weather'." in w for w in warnings)  # a known tag is no typo

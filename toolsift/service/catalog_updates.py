@@ -13,7 +13,7 @@ import anyio
 
 from toolsift.catalog import Catalog
 from toolsift.embeddings import Embedder
-from toolsift.errors import CatalogManagedElsewhere, IndexMismatch
+from toolsift.errors import CatalogManagedElsewhere, IndexMismatch, UnknownTag
 from toolsift.index import Manifest
 from toolsift.index.folder_lock import folder_lock
 from toolsift.router import Router
@@ -26,16 +26,25 @@ def publish(state: ServiceState, router: Router) -> None:
     """Serve ``router`` from now on, and count the reload."""
     state.routers.set(router)
     state.metrics.reloads.labels("ok").inc()
-    warn_about_tenants(state, router)
+    warn_about_rules(state, router)
     state.prepare_lint_report()
 
 
-def warn_about_tenants(state: ServiceState, router: Router) -> None:
-    """A tenant whose tags or tools this catalog lacks (a typo, or tools that left) is logged."""
-    if state.tenants is None:
-        return
-    for problem in state.tenants.problems(router.catalog):
-        logger.warning("tenants file: %s", problem)
+def warn_about_rules(state: ServiceState, router: Router) -> None:
+    """A tag the operator's rules or a tenant name that this catalog lacks (a typo, or tools that
+    left) is logged: such a rule matches nothing, and with ``--tags`` every caller sees no tool."""
+    rules = state.settings.rules()
+    for tag in rules.tags():
+        if tag not in router.catalog.tags:
+            effect = "it leaves nothing out" if tag in rules.exclude else "no tool passes it"
+            if tag in rules.any_of and any(other in router.catalog.tags for other in rules.any_of):
+                effect = "the other --tags still let tools through"
+            logger.warning(
+                "the operator's rules (--tags / --exclude-tags): %s; %s", UnknownTag(tag, router.catalog.tags), effect
+            )
+    if state.tenants is not None:
+        for problem in state.tenants.problems(router.catalog):
+            logger.warning("tenants file: %s", problem)
 
 
 def load_index_folder(state: ServiceState, embedder: Embedder) -> Router:

@@ -22,7 +22,7 @@ from toolsift.service.catalog_updates import (
     follow_announcements,
     publish,
     shared_lock,
-    warn_about_tenants,
+    warn_about_rules,
     watch_index_folder,
 )
 from toolsift.service.state import ServiceState
@@ -43,7 +43,7 @@ def lifespan_for(state: ServiceState) -> Lifespan:
 
 @asynccontextmanager
 async def serve_given_router(state: ServiceState) -> AsyncIterator[None]:
-    warn_about_tenants(state, state.routers.get())
+    warn_about_rules(state, state.routers.get())
     yield
 
 
@@ -55,7 +55,7 @@ async def serve_index_folder(state: ServiceState) -> AsyncIterator[None]:
     if state.routers.peek() is None:  # not loaded yet (toolsift mcp loads it before it starts)
         logger.info("loading index from %s", settings.index_path)
         state.routers.set(Router.load(settings.index_path, ranking=settings.ranking(), backend=settings.backend))
-        warn_about_tenants(state, state.routers.get())
+    warn_about_rules(state, state.routers.get())
     state.prepare_lint_report()
     if settings.reload_interval <= 0:
         yield
