@@ -105,9 +105,11 @@ bench: install services mcp-servers
 	$(BIN)/toolsift perf --against 94a923d --rounds 3 --requests 400 --json benchmarks/results/against.json
 	$(BIN)/toolsift perf --gateway benchmarks/gateway-servers.json --catalog toolsift/data/default_catalog.yaml --calls 1000 \
 		--json benchmarks/results/gateway.json
+	$(BIN)/toolsift security-bench --datasets $(DATASETS) --catalog toolsift/data/default_catalog.yaml \
+		--json benchmarks/results/security.json
 	$(BIN)/python benchmarks/results_md.py benchmarks/results/accuracy.json benchmarks/results/performance.json \
 		benchmarks/results/feedback.json benchmarks/results/replicas.json benchmarks/results/sessions.json benchmarks/results/sessions-long.json \
 		benchmarks/results/abstention.json benchmarks/results/accuracy-ensemble.json \
 		benchmarks/results/accuracy-minilm-ko.json benchmarks/results/backends.json \
 		benchmarks/results/accuracy-int8.json benchmarks/results/against.json benchmarks/results/gateway.json \
-		> benchmarks/RESULTS.md
+		benchmarks/results/security.json > benchmarks/RESULTS.md

@@ -18,6 +18,7 @@ from toolsift.bench.accuracy import DatasetResult
 from toolsift.bench.backends import backends_table
 from toolsift.bench.gateway import gateway_table
 from toolsift.bench.report import accuracy_tables, performance_tables
+from toolsift.bench.security import security_table
 from toolsift.bench.sessions import sessions_table
 
 
@@ -346,12 +347,34 @@ def gateway_section(document: dict[str, Any]) -> str:
     )
 
 
+def security_section(document: dict[str, Any]) -> str:
+    return "\n".join(
+        [
+            "## Poisoned tool definitions: the security-* lint",
+            "",
+            f"Command: `{document['command']}`",
+            "",
+            "Evaluation sets in `benchmarks/security/` (written for this project from the published attack "
+            "patterns: tool poisoning and shadowing, line jumping and ANSI escapes, ASCII smuggling, preference "
+            "manipulation, tool squatting), each poisoned definition and honest look-alike judged in a catalog beside "
+            "the real tools a look-alike name may imitate; a definition counts as flagged with any `security-*` "
+            "finding. The rules are patterns: what they were written against they catch, paraphrases they were not "
+            "(held-out 2) they catch about half the time, so treat a clean lint as no proof. Real catalogs: the share "
+            "of their tools flagged (false positives, as far as these catalogs are honest).",
+            "",
+            security_table(document),
+        ]
+    )
+
+
 def _other_section(path: str) -> str:
     document = json.loads(Path(path).read_text())
     if document.get("schema") == "toolsift-against/1":
         return against_section(document)
     if document.get("schema") == "toolsift-gateway/1":
         return gateway_section(document)
+    if document.get("schema") == "toolsift-security/1":
+        return security_section(document)
     if document.get("schema") == "toolsift-replicas/1":
         return replicas_section(document)
     if document.get("schema") == "toolsift-feedback-bench/1":

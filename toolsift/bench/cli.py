@@ -429,4 +429,34 @@ def _load(folder: Path) -> Dataset:
     return load_dataset(folder / "tools.jsonl", folder / "queries.jsonl")
 
 
-COMMANDS = (bench, abstention_bench, sessions_bench, perf)
+@click.command("security-bench")
+@click.option(
+    "--sets", "sets_folder", type=click.Path(path_type=Path, file_okay=False, exists=True),
+    default=Path("benchmarks/security"), show_default=True, help="The evaluation sets (sets.json and its files).",
+)  # fmt: skip
+@click.option(
+    "--catalog", "catalogs", multiple=True, type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="A real catalog to count false positives on (repeatable).",
+)  # fmt: skip
+@click.option("--datasets", "datasets_root", type=click.Path(path_type=Path, file_okay=False), help="Every "
+              "dataset folder's tools.jsonl under this one, as --catalog.")  # fmt: skip
+@json_option
+def security_bench(
+    sets_folder: Path, catalogs: tuple[Path, ...], datasets_root: Path | None, json_path: Path | None
+) -> None:
+    """How well the security-* lint checks tell poisoned tool definitions from honest ones, and how
+    many real tools they flag."""
+    from toolsift.bench.security import run_security, security_table
+
+    paths = list(catalogs)
+    if datasets_root is not None:
+        paths += sorted(
+            folder / "tools.jsonl" for folder in datasets_root.iterdir() if (folder / "tools.jsonl").exists()
+        )
+    document = run_security(sets_folder, paths, click.echo)
+    document["command"] = command_line("security-bench")
+    click.echo(security_table(document))
+    write_figures(json_path, document)
+
+
+COMMANDS = (bench, abstention_bench, sessions_bench, perf, security_bench)

@@ -1,6 +1,7 @@
 """Catalog lint: what makes tools hard to route or costly to send, each with a concrete fix.
 
-Static checks read the catalog alone; ``confusable-pair`` needs the router's vectors; with a
+Static checks read the catalog alone (the ``security-*`` ones, for poisoned definitions, live in
+``security.py``); ``confusable-pair`` needs the router's vectors; with a
 labelled query set (the benchmark format) ``confused-by-queries``, ``never-retrieved`` and per-tool
 accuracy come from routing every query.
 """
@@ -17,6 +18,7 @@ import orjson
 
 from toolsift.catalog import Catalog
 from toolsift.catalog.names import PROVIDER_NAME_RULE, fits_providers, wire_name
+from toolsift.curation.security import scan_catalog
 from toolsift.embeddings import DEFAULT_MODEL, split_identifier
 from toolsift.embeddings.registry import NON_LATIN_SHARE, non_latin_share
 from toolsift.errors import ToolsiftError
@@ -634,6 +636,19 @@ def check_queries(
     return findings, accuracy
 
 
+SECURITY_FIX = (
+    "A definition must describe its tool, never address the model: remove the text. If the tool comes from an "
+    "MCP server you do not control, do not serve it (keep its server's tools in quarantine until reviewed)"
+)
+
+
+def check_security(catalog: Catalog) -> Iterable[Finding]:
+    """The ``security-*`` checks (``toolsift.curation.security``): poisoned definitions."""
+    for name, hits in scan_catalog(catalog).items():
+        for hit in hits:
+            yield Finding(hit.code, hit.severity, (name,), f"'{name}': {hit.what}, in {hit.where}", SECURITY_FIX)
+
+
 def lint_catalog(
     catalog: Catalog,
     router: Router | None = None,
@@ -645,6 +660,7 @@ def lint_catalog(
 ) -> LintReport:
     tokens = schema_tokens(catalog, count_tokens)
     findings = [
+        *check_security(catalog),
         *check_names(catalog),
         *check_descriptions(catalog),
         *check_parameters(catalog),
