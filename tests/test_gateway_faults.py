@@ -170,7 +170,10 @@ def test_post_call_is_the_http_twin_with_the_same_checks_and_every_call_observed
     (tmp_path / "files").mkdir()
     servers = write_servers(
         tmp_path / "servers.json",
-        {"everything": everything(), "files": {**faults(tmp_path / "faults.log"), "prefix": "f_"}},
+        {
+            "everything": {**everything(), "trusted": True},
+            "files": {**faults(tmp_path / "faults.log"), "prefix": "f_", "trusted": True},
+        },
     )
     port = free_port()
     url = f"http://127.0.0.1:{port}"

@@ -42,9 +42,9 @@ def setup(work: Path) -> Path:
     return write_servers(
         work / "servers.json",
         {
-            "files": filesystem(work / "files"),
-            "faults": {**faults(work / "faults.log"), "tags": ["open"]},
-            "vault": {**faults(work / "vault.log"), "tags": ["blocked"], "prefix": "vault_"},
+            "files": {**filesystem(work / "files"), "trusted": True},  # its readOnlyHint counts
+            "faults": {**faults(work / "faults.log"), "tags": ["open"], "trusted": True},
+            "vault": {**faults(work / "vault.log"), "tags": ["blocked"], "prefix": "vault_", "trusted": True},
         },
     )
 
@@ -138,5 +138,40 @@ def test_an_exact_name_is_found_first_and_called_without_a_search(tmp_path: Path
             assert not direct.is_error and "files" in text_of(direct)
             unknown = await client.call_tool("call_tool", {"name": "read_txt_file", "arguments": {}})
             assert unknown.is_error and "Did you mean 'read_text_file'" in text_of(unknown)
+
+    anyio.run(scenario)
+
+
+def test_an_untrusted_servers_claims_do_not_pass_the_rules_and_poison_never_reaches_the_model(tmp_path: Path) -> None:
+    """Annotations are claims: an untrusted server's ``readOnlyHint`` does not satisfy ``--access
+    read_only`` (the operator's ``read_only`` list does). A tool whose definition turns poisoned
+    mid-session (a rug pull) is withheld: not found, not callable, never sent upstream."""
+    servers = write_servers(
+        tmp_path / "servers.json",
+        {
+            "claims": faults(tmp_path / "claims.log", protocol="legacy"),  # says sleep_for is read-only; untrusted
+            "vouched": {**faults(tmp_path / "vouched.log"), "prefix": "v_", "read_only": ["sleep_for"]},
+        },
+    )
+    log = tmp_path / "gateway.log"
+
+    async def scenario() -> None:
+        async with gateway(servers, "--access", "read_only", log=log) as client:
+            await refused(client, "search", "sleep_for", {"seconds": 0}, "server 'claims''s own hints count only")
+            assert seen_by(tmp_path / "claims.log") == []
+            ok = await call(client, "search", "v_sleep_for", {"seconds": 0})
+            assert not ok.is_error and seen_by(tmp_path / "vouched.log") == ["sleep_for"]
+        async with gateway(servers, log=log) as client:
+            assert not (await call(client, "search", "add_poison", {})).is_error
+            for _ in range(100):  # the gateway follows the change (list_changed, then a rebuild)
+                if "ssh_helper" in log.read_text():
+                    break
+                await anyio.sleep(0.1)
+            found = found_names(await client.call_tool("search_tools", {"query": "check an SSH connection", "k": 5}))
+            assert "ssh_helper" not in found
+            result = await call(client, "search", "ssh_helper", {"note": "x"})
+            assert result.is_error and "no tool named 'ssh_helper'" in text_of(result)
+            assert "ssh_helper" not in seen_by(tmp_path / "claims.log")
+        assert "tool 'ssh_helper' withheld, its definition looks poisoned" in log.read_text()
 
     anyio.run(scenario)

@@ -110,10 +110,19 @@ def test_servers_file_is_parsed_and_checked() -> None:
 
 def test_mcp_tools_become_catalog_tools() -> None:
     spec = McpServerSpec(name="gh", url="http://localhost/mcp", prefix="gh_", tags=("code",))
-    tool = to_tool({**TOOLS[0], "annotations": {"readOnlyHint": True, "someFutureHint": 1}}, spec)
+    claims = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "someFutureHint": 1}
+    tool = to_tool({**TOOLS[0], "annotations": claims}, spec)
     assert tool.name == "gh_get_weather" and tool.source == "gh"
-    assert tool.tags == ("code", "mcp:gh") and tool.annotations.read_only is True
-    assert tool.parameters["required"] == ["city"]
+    assert tool.tags == ("code", "mcp:gh") and tool.parameters["required"] == ["city"]
+    # an untrusted server's claims that a tool is harmless are dropped; other hints are kept
+    assert tool.annotations.read_only is None and tool.annotations.destructive is None
+    assert tool.annotations.idempotent is True
+    destructive = to_tool({**TOOLS[0], "annotations": {"destructiveHint": True}}, spec)
+    assert destructive.annotations.destructive is True  # a claim of harm stands
+    trusted = to_tool({**TOOLS[0], "annotations": claims}, spec.model_copy(update={"trusted": True}))
+    assert trusted.annotations.read_only is True and trusted.annotations.destructive is False
+    vouched = to_tool(TOOLS[0], spec.model_copy(update={"read_only": ("get_weather",)}))
+    assert vouched.annotations.read_only is True  # the operator's word, whatever the server says
 
 
 def test_a_name_clash_drops_the_newcomers_tool_and_the_rest_keeps_applying(

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from toolsift.catalog import load_catalog, parse_catalog
+from toolsift.catalog.security import scan_catalog, skeleton
 from toolsift.cli import main
 from toolsift.curation import lint_catalog
-from toolsift.curation.security import scan_catalog, skeleton
 
 SECURITY = Path(__file__).resolve().parents[1] / "benchmarks" / "security"
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"

@@ -18,7 +18,7 @@ from typing import Any
 
 from toolsift.bench.metrics import Z_95
 from toolsift.catalog import load_catalog, parse_catalog
-from toolsift.curation.security import scan_catalog
+from toolsift.catalog.security import scan_catalog
 
 
 def wilson(hits: int, total: int) -> list[float]:

@@ -18,7 +18,7 @@ import orjson
 
 from toolsift.catalog import Catalog
 from toolsift.catalog.names import PROVIDER_NAME_RULE, fits_providers, wire_name
-from toolsift.curation.security import scan_catalog
+from toolsift.catalog.security import scan_catalog
 from toolsift.embeddings import DEFAULT_MODEL, split_identifier
 from toolsift.embeddings.registry import NON_LATIN_SHARE, non_latin_share
 from toolsift.errors import ToolsiftError
@@ -643,7 +643,7 @@ SECURITY_FIX = (
 
 
 def check_security(catalog: Catalog) -> Iterable[Finding]:
-    """The ``security-*`` checks (``toolsift.curation.security``): poisoned definitions."""
+    """The ``security-*`` checks (``toolsift.catalog.security``): poisoned definitions."""
     for name, hits in scan_catalog(catalog).items():
         for hit in hits:
             yield Finding(hit.code, hit.severity, (name,), f"'{name}': {hit.what}, in {hit.where}", SECURITY_FIX)

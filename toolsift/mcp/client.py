@@ -55,4 +55,19 @@ def to_tool(record: dict[str, Any], spec: McpServerSpec) -> Tool:
         record = {**record, "annotations": {k: v for k, v in annotations.items() if k in _KNOWN_ANNOTATIONS}}
     tool = parse_tool(record, dialect="mcp")
     tags = tuple(dict.fromkeys((*tool.tags, *spec.tags, spec.server_tag)))
-    return tool.model_copy(update={"name": spec.prefix + tool.name, "tags": tags, "source": spec.name})
+    update = {"name": spec.prefix + tool.name, "tags": tags, "source": spec.name}
+    return tool.model_copy(update={**update, "annotations": _believed(tool.annotations, tool.name, spec)})
+
+
+def _believed(hints: ToolAnnotations, name: str, spec: McpServerSpec) -> ToolAnnotations:
+    """The annotations toolsift acts on: an untrusted server's claims that a tool is harmless
+    (``readOnlyHint: true``, ``destructiveHint: false``) are dropped; the operator's ``read_only``
+    list marks a tool read-only whatever the server says."""
+    if name in spec.read_only:
+        return hints.model_copy(update={"read_only": True})
+    if spec.trusted:
+        return hints
+    return hints.model_copy(
+        update={"read_only": None if hints.read_only else hints.read_only,
+                "destructive": None if hints.destructive is False else hints.destructive}
+    )  # fmt: skip

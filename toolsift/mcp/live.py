@@ -13,6 +13,7 @@ in the catalog meanwhile.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -23,11 +24,13 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import orjson
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolsift.catalog import Catalog, Tool
+from toolsift.catalog.security import confusable_names, scan_tool
 from toolsift.embeddings import Embedder, EmbeddingCache, embedder_for
 from toolsift.errors import CatalogError, ReloadFailed, ToolsiftError
 from toolsift.mcp.client import list_server_tools, open_client
@@ -108,6 +111,9 @@ class LiveCatalog:
         self.last_error: str | None = None
         self.clashes: list[dict[str, Any]] = []
         """Tool names offered by more than one source, as of the last merge: who serves each, who was dropped."""
+        self.withheld: list[dict[str, Any]] = []
+        """Servers' tools left out of the last merge for a ``security-*`` error: tool, server, findings."""
+        self._scans: dict[str, list[str]] = {}
         self._owners: dict[str, str] = {}
         """Which source serves each tool name in the published catalog (it keeps it on a clash)."""
         self._build = build
@@ -187,6 +193,7 @@ class LiveCatalog:
             "last_reload": self.last_reload,
             "last_error": self.last_error,
             "clashes": self.clashes,
+            "withheld": self.withheld,
         }
 
     # -- building --------------------------------------------------------------------------
@@ -212,6 +219,7 @@ class LiveCatalog:
             for name, owners in offered.items()
         }
         tools = [tool for owner, group in groups for tool in group if keep[tool.name] == owner]
+        tools = self._screened(tools, keep)
         self.clashes = [
             {"tool": name, "serving": _source(keep[name]), "dropped": [_source(o) for o in owners if o != keep[name]]}
             for name, owners in offered.items()
@@ -223,6 +231,35 @@ class LiveCatalog:
                 clash["tool"], " and ".join(clash["dropped"]), clash["serving"],
             )  # fmt: skip
         return Catalog(tools, source="mcp:" + ",".join(self.servers)), keep
+
+    def _screened(self, tools: list[Tool], owners: dict[str, str]) -> list[Tool]:
+        """``tools`` without the servers' tools that carry a ``security-*`` error (a poisoned
+        definition never reaches a model); the base catalog's tools are the operator's own."""
+        confusable = confusable_names(tool.name for tool in tools)
+        self.withheld = []
+        kept = []
+        for tool in tools:
+            owner = owners[tool.name]
+            problems = (
+                [] if owner == BASE else self._scan(tool) + ([confusable[tool.name]] if tool.name in confusable else [])
+            )
+            if problems:
+                self.withheld.append({"tool": tool.name, "server": owner, "findings": problems})
+                logger.warning("server '%s': tool '%s' withheld, its definition looks poisoned: %s",
+                               owner, tool.name, "; ".join(problems))  # fmt: skip
+                continue
+            kept.append(tool)
+        return kept
+
+    def _scan(self, tool: Tool) -> list[str]:
+        key = hashlib.sha256(orjson.dumps(tool.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)).hexdigest()
+        found = self._scans.get(key)
+        if found is None:
+            found = [f"{hit.code}: {hit.what}, in {hit.where}" for hit in scan_tool(tool) if hit.severity == "error"]
+            if len(self._scans) > 100_000:
+                self._scans.clear()
+            self._scans[key] = found
+        return found
 
     async def rebuild(self, reason: str) -> dict[str, Any]:
         async with self._lock:

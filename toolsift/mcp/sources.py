@@ -12,8 +12,15 @@ The file uses the ``mcpServers`` layout most MCP clients share (``servers`` is a
         prefix: "github_"            # renames its tools, to avoid name clashes
         tags: [github]               # added to every tool of this server
         call_timeout: 120            # seconds a forwarded call may take (default 60)
+        trusted: true                # believe its readOnlyHint / destructiveHint (default: no)
+        read_only: [list_issues]     # tools the operator vouches change nothing
 
 Every tool also gets the tag ``mcp:<server name>``, so tag rules can pick or drop a server.
+
+A server's own annotations are claims: unless it is ``trusted``, a tool's ``readOnlyHint: true``
+or ``destructiveHint: false`` is dropped (``access: read_only`` / ``non_destructive`` then refuse
+it) — a destructive tool cannot get past the operator's rules by saying it is harmless. The
+operator's ``read_only`` list marks tools read-only whatever the server says.
 """
 
 from __future__ import annotations
@@ -44,6 +51,10 @@ class McpServerSpec(BaseModel):
     """Seconds to wait for the server to start and answer tools/list."""
     call_timeout: float = Field(default=60.0, gt=0, le=3600)
     """Seconds a forwarded tool call may take before the caller gets a timeout error."""
+    trusted: bool = False
+    """Believe the server's ``readOnlyHint`` / ``destructiveHint`` (otherwise they are dropped)."""
+    read_only: tuple[str, ...] = ()
+    """The server's tools (its own names) the operator vouches change nothing."""
     protocol: Literal["auto", "legacy"] = "auto"
     """``legacy`` skips the 2026-07-28 discovery probe and uses the initialize handshake, for
     servers that mishandle the probe."""
@@ -89,7 +100,8 @@ def parse_sources(document: Any, source: str = "<data>") -> list[McpServerSpec]:
                 source=source,
                 entry=f"server '{name}'",
                 field=field,
-                fix="Each server needs 'command' (+ 'args', 'env', 'cwd') or 'url'; optional: prefix, tags, timeout, call_timeout",
+                fix="Each server needs 'command' (+ 'args', 'env', 'cwd') or 'url'; optional: prefix, tags, timeout, "
+                "call_timeout, trusted, read_only",
             ) from None
     return specs
 

@@ -100,7 +100,13 @@ class TagRules:
         if excluded:
             return f"tags.exclude drops tools tagged {', '.join(excluded)}"
         if not allows_access(tool, self.access):
-            return f"access {self.access} allows only tools annotated {_ACCESS_HINTS[self.access]}"
+            reason = f"access {self.access} allows only tools annotated {_ACCESS_HINTS[self.access]}"
+            if tool.source:  # a tool an MCP server serves
+                reason += (
+                    f" (server '{tool.source}''s own hints count only when the servers file marks it trusted: true, "
+                    "or lists the tool under read_only)"
+                )
+            return reason
         return None
 
     def permits(self, tool: Tool) -> bool:

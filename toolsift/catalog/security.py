@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from toolsift.catalog import Catalog, Tool
+from toolsift.catalog.models import Catalog, Tool
 from toolsift.wire import Severity
 
 PREFIX = "security-"
@@ -303,20 +303,22 @@ def skeleton(name: str) -> str:
     return folded.replace("rn", "m").replace("vv", "w")
 
 
-def _confusable(catalog: Catalog) -> Iterator[tuple[str, str]]:
-    """(tool, why) for each name that imitates another's, or mixes Latin with look-alike letters."""
+def confusable_names(names: Iterable[str]) -> dict[str, str]:
+    """Each name that imitates another of ``names``, or mixes Latin with look-alike letters, and why."""
+    names = list(names)
     by_skeleton: dict[str, list[str]] = {}
-    for tool in catalog:
-        by_skeleton.setdefault(skeleton(tool.name), []).append(tool.name)
-    for tool in catalog:
-        twins = [other for other in by_skeleton[skeleton(tool.name)] if other != tool.name]
-        mixed = bool(_LATIN.search(tool.name) and _LOOKALIKE_SCRIPTS.search(tool.name))
-        if twins and _imitates(tool.name):
-            yield tool.name, f"its name looks like '{twins[0]}' (look-alike letters or digits)"
-        elif mixed:
-            yield tool.name, "its name mixes Latin letters with Cyrillic, Greek or Armenian look-alikes"
-        elif "_" in tool.name and _CAPITAL_I_DISGUISE.search(tool.name) and tool.name.replace("I", "").islower():
-            yield tool.name, "its name hides a capital I among lowercase letters (it reads as l)"
+    for name in names:
+        by_skeleton.setdefault(skeleton(name), []).append(name)
+    found: dict[str, str] = {}
+    for name in names:
+        twins = [other for other in by_skeleton[skeleton(name)] if other != name]
+        if twins and _imitates(name):
+            found[name] = f"its name looks like '{twins[0]}' (look-alike letters or digits)"
+        elif _LATIN.search(name) and _LOOKALIKE_SCRIPTS.search(name):
+            found[name] = "its name mixes Latin letters with Cyrillic, Greek or Armenian look-alikes"
+        elif "_" in name and _CAPITAL_I_DISGUISE.search(name) and name.replace("I", "").islower():
+            found[name] = "its name hides a capital I among lowercase letters (it reads as l)"
+    return found
 
 
 def _imitates(name: str) -> bool:
@@ -367,6 +369,6 @@ def scan_catalog(catalog: Catalog) -> dict[str, list[Hit]]:
         hits = scan_tool(tool, names)
         if hits:
             found[tool.name] = hits
-    for name, why in _confusable(catalog):
+    for name, why in confusable_names(catalog.names).items():
         found.setdefault(name, []).append(Hit("security-confusable-name", "error", why, "name"))
     return found
