@@ -45,6 +45,8 @@ class Hit:
     severity: Severity
     what: str
     where: str
+    other: str | None = None
+    """The other tool the problem involves (the name a look-alike imitates)."""
 
 
 def texts_of(tool: Tool) -> Iterator[Text]:
@@ -303,21 +305,22 @@ def skeleton(name: str) -> str:
     return folded.replace("rn", "m").replace("vv", "w")
 
 
-def confusable_names(names: Iterable[str]) -> dict[str, str]:
-    """Each name that imitates another of ``names``, or mixes Latin with look-alike letters, and why."""
+def confusable_names(names: Iterable[str]) -> dict[str, tuple[str, str | None]]:
+    """Each name that imitates another of ``names``, or mixes Latin with look-alike letters: why,
+    and the name it imitates (None when it imitates none of ``names``)."""
     names = list(names)
     by_skeleton: dict[str, list[str]] = {}
     for name in names:
         by_skeleton.setdefault(skeleton(name), []).append(name)
-    found: dict[str, str] = {}
+    found: dict[str, tuple[str, str | None]] = {}
     for name in names:
         twins = [other for other in by_skeleton[skeleton(name)] if other != name]
         if twins and _imitates(name):
-            found[name] = f"its name looks like '{twins[0]}' (look-alike letters or digits)"
+            found[name] = f"its name looks like '{twins[0]}' (look-alike letters or digits)", twins[0]
         elif _LATIN.search(name) and _LOOKALIKE_SCRIPTS.search(name):
-            found[name] = "its name mixes Latin letters with Cyrillic, Greek or Armenian look-alikes"
+            found[name] = "its name mixes Latin letters with Cyrillic, Greek or Armenian look-alikes", None
         elif "_" in name and _CAPITAL_I_DISGUISE.search(name) and name.replace("I", "").islower():
-            found[name] = "its name hides a capital I among lowercase letters (it reads as l)"
+            found[name] = "its name hides a capital I among lowercase letters (it reads as l)", None
     return found
 
 
@@ -369,6 +372,6 @@ def scan_catalog(catalog: Catalog) -> dict[str, list[Hit]]:
         hits = scan_tool(tool, names)
         if hits:
             found[tool.name] = hits
-    for name, why in confusable_names(catalog.names).items():
-        found.setdefault(name, []).append(Hit("security-confusable-name", "error", why, "name"))
+    for name, (why, twin) in confusable_names(catalog.names).items():
+        found.setdefault(name, []).append(Hit("security-confusable-name", "error", why, "name", twin))
     return found

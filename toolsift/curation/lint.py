@@ -646,7 +646,8 @@ def check_security(catalog: Catalog) -> Iterable[Finding]:
     """The ``security-*`` checks (``toolsift.catalog.security``): poisoned definitions."""
     for name, hits in scan_catalog(catalog).items():
         for hit in hits:
-            yield Finding(hit.code, hit.severity, (name,), f"'{name}': {hit.what}, in {hit.where}", SECURITY_FIX)
+            tools = (name,) if hit.other is None else (name, hit.other)  # a tenant sees it only if it sees both
+            yield Finding(hit.code, hit.severity, tools, f"'{name}': {hit.what}, in {hit.where}", SECURITY_FIX)
 
 
 def lint_catalog(

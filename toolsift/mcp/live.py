@@ -241,7 +241,9 @@ class LiveCatalog:
         for tool in tools:
             owner = owners[tool.name]
             problems = (
-                [] if owner == BASE else self._scan(tool) + ([confusable[tool.name]] if tool.name in confusable else [])
+                []
+                if owner == BASE
+                else self._scan(tool) + ([confusable[tool.name][0]] if tool.name in confusable else [])
             )
             if problems:
                 self.withheld.append({"tool": tool.name, "server": owner, "findings": problems})
