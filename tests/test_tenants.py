@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from toolsift import Router
+from toolsift.embeddings import Embedder
 from toolsift.errors import TenantsFileError
 from toolsift.service import create_app
 from toolsift.settings import Settings
@@ -185,3 +186,23 @@ def test_an_operator_tag_typo_is_logged_when_a_catalog_loads(
     assert any("unknown tag 'emial'. Did you mean 'email'?" in w and "no tool passes it" in w for w in warnings)
     assert any("unknown tag 'wether'" in w and "it leaves nothing out" in w for w in warnings)
     assert not any("'weather'." in w for w in warnings)  # a known tag is no typo
+
+
+def test_a_tenant_reads_catalog_wide_findings_without_the_catalogs_counts(hashing_embedder: Embedder) -> None:
+    from toolsift.catalog import parse_catalog
+
+    tools = [
+        {"name": "get_weather", "description": "Current weather for a city.", "tags": ["weather"]},
+        {"name": "get_forecast", "description": "Weather forecast for the next days.", "tags": ["weather"]},
+        {"name": "send_email", "description": "Send an email.", "tags": ["email"], "examples": ["mail Bob"]},
+        {"name": "read_email", "description": "Read an email.", "tags": ["email"], "examples": ["open my mail"]},
+    ]
+    router = Router.build(parse_catalog(tools, source="/srv/secret/catalog.json"), hashing_embedder)
+    key = "wx-only-key-0123456789abcdef"
+    tenants = parse_tenants({"tenants": {"wx": {"key": key, "tags": ["weather"]}}})
+    with TestClient(create_app(router, settings=Settings(), tenants=tenants)) as client:
+        lint = client.get("/lint", params={"check": "no-examples"}, headers=as_tenant(key)).json()
+        (finding,) = lint["findings"]
+        assert finding["message"] == "get_weather, get_forecast: no example requests" and "of 4" not in str(lint)
+        page = client.get("/tools/get_weather", headers=as_tenant(key)).json()
+        assert [f["message"] for f in page["findings"] if f["code"] == "no-examples"] == [finding["message"]]

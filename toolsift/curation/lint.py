@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,7 @@ from toolsift.catalog.security import scan_catalog
 from toolsift.embeddings import DEFAULT_MODEL, split_identifier
 from toolsift.embeddings.registry import NON_LATIN_SHARE, non_latin_share
 from toolsift.errors import ToolsiftError
-from toolsift.router import Router, format_tool
+from toolsift.router import Router, Scope, format_tool
 from toolsift.wire import SEVERITIES as SEVERITIES
 from toolsift.wire import Severity as Severity
 
@@ -634,6 +634,24 @@ def check_queries(
         for name, rows in sorted(per_tool.items())
     }
     return findings, accuracy
+
+
+def visible_findings(findings: Iterable[Finding], scope: Scope) -> list[Finding]:
+    """The findings a caller with ``scope`` may read: none that names a tool beyond it, and a
+    catalog-wide summary (``no-examples``) told with its tools only, never the catalog's counts."""
+    if scope.is_everything:
+        return list(findings)
+    shown = []
+    for finding in findings:
+        if not all(map(scope.contains, finding.tools)):
+            continue
+        if "count" in finding.details:
+            listed = ", ".join(finding.tools[:3]) + (
+                f" and {len(finding.tools) - 3} more" if len(finding.tools) > 3 else ""
+            )
+            finding = replace(finding, message=f"{listed}: no example requests", details={})
+        shown.append(finding)
+    return shown
 
 
 SECURITY_FIX = (

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from toolsift.curation.lint import LintReport
+from toolsift.curation.lint import LintReport, visible_findings
 from toolsift.router import OUTPUT_FORMATS, Router, Scope, format_tool
 from toolsift.types import IdArray
 
@@ -42,7 +42,7 @@ def tool_page(
         "formats": formats,
         "tokens": {fmt: count_tokens(orjson.dumps(definition).decode()) for fmt, definition in formats.items()},
         # none that names a tool the caller cannot see (another tenant's)
-        "findings": [asdict(f) for f in report.findings if tool.name in f.tools and all(map(scope.contains, f.tools))],
+        "findings": [asdict(f) for f in visible_findings(report.findings, scope) if tool.name in f.tools],
         "neighbours": neighbours(router, tool.name, scope),
         "feedback": {"requests": len(feedback), "recent": list(feedback[-5:])},
         "accuracy": (report.per_tool_accuracy or {}).get(tool.name),

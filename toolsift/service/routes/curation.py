@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, Response
 
 from toolsift.curation import SEVERITIES, LintReport, Severity
+from toolsift.curation.lint import visible_findings
 from toolsift.curation.views import catalog_map as map_of
 from toolsift.curation.views import with_feedback
 from toolsift.service.dependencies import State, Tenant
@@ -51,7 +52,7 @@ def lint_page(
     report = lint_report(state)
     scope = state.caller(tenant, current).scope
     visible = None if scope.is_everything else set(scope.names)
-    findings = [f for f in report.findings if visible is None or set(f.tools) <= visible]  # none about others' tools
+    findings = visible_findings(report.findings, scope)  # none about others' tools, no catalog-wide counts
     chosen = [
         f for f in findings if (severity is None or f.severity == severity) and (check is None or f.code == check)
     ]
