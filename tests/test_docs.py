@@ -44,6 +44,7 @@ def test_every_route_is_documented(tiny_router: Router) -> None:
         "/lint",
         "/metrics",
         "/admin/reload",
+        "/admin/approve",
         "/admin/status",
         "/admin/tools",
         "/admin/tools/{name}",

@@ -6,6 +6,8 @@ only ever appended to, one list_changed per change, with eviction at the cap ann
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -81,8 +83,19 @@ def test_upstream_faults_give_clear_errors_and_the_gateway_serves_on(tmp_path: P
             assert lie.is_error and "MCP server 'liar'" in text_of(lie) and "not an MCP tool result" in text_of(lie)
             await echo_works(client)
 
-            # tools that change during the session: found, then called
+            # tools that change during the session: a new one waits for approval (quarantine, the
+            # default), then is found and called
             assert not (await forward(client, "add_tool", {})).is_error
+
+            async def late_tool_held() -> bool:
+                return "waits for an operator's approval" in text_of(await forward(client, "late_tool", {}))
+
+            await eventually(late_tool_held)
+            assert "late_tool" not in seen_by(log)  # never forwarded while held
+            approve = [sys.executable, "-m", "toolsift", "approve", "--mcp-servers", str(servers), "--server", "faults"]
+            approve += ["--tool", "late_tool"]
+            done = subprocess.run(approve, capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0 and "faults: pinned late_tool" in done.stdout, done.stderr
 
             async def late_tool_found() -> bool:
                 found = await client.call_tool("search_tools", {"query": "late_tool", "k": 3})

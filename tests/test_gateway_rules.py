@@ -149,7 +149,9 @@ def test_an_untrusted_servers_claims_do_not_pass_the_rules_and_poison_never_reac
     servers = write_servers(
         tmp_path / "servers.json",
         {
-            "claims": faults(tmp_path / "claims.log", protocol="legacy"),  # says sleep_for is read-only; untrusted
+            # says sleep_for is read-only, not trusted; changes apply as they come (policy: accept), so
+            # the poisoned tool it adds reaches the security screen rather than the quarantine
+            "claims": faults(tmp_path / "claims.log", protocol="legacy", policy="accept"),
             "vouched": {**faults(tmp_path / "vouched.log"), "prefix": "v_", "read_only": ["sleep_for"]},
         },
     )

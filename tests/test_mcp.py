@@ -16,12 +16,14 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from click.testing import CliRunner
 from fastapi.testclient import TestClient
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from toolsift import Router
 from toolsift.catalog import fingerprint_tools
+from toolsift.cli import main
 from toolsift.embeddings import Embedder
 from toolsift.errors import McpServersFileError
 from toolsift.mcp import LiveCatalog, McpServerSpec, ReloadFailed, parse_sources, router_builder, to_tool
@@ -253,6 +255,7 @@ def live_files(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
         f"  fixture:\n    command: {json.dumps(sys.executable)}\n"
         f"    args: [{json.dumps(str(FIXTURE_SERVER))}, {json.dumps(str(tools_file))}, stdio]\n"
         "    timeout: 60\n"
+        "    policy: accept\n"  # changes apply as they come (quarantine: test_changes_wait_for_approval)
     )
     yield tools_file, servers
 
@@ -292,6 +295,49 @@ def test_service_serves_a_live_catalog_with_admin_reload(
         assert (
             client.post("/route", json={"query": "translate", "k": 1}).json()["matches"][0]["name"] == "translate_text"
         )
+
+
+def described(client: TestClient, name: str) -> str:
+    return str({tool["name"]: tool for tool in client.get("/tools").json()["tools"]}[name]["description"])
+
+
+def test_changes_wait_for_approval(live_files: tuple[Path, Path], real_embedder: Embedder) -> None:
+    """``policy: quarantine`` (the default): the first listing is pinned; later, an edited tool
+    keeps serving its approved definition and a new tool is not served, until approved (admin API,
+    or ``toolsift approve`` from another process, which the service picks up)."""
+    tools_file, servers = live_files
+    servers.write_text(servers.read_text().replace("    policy: accept\n", ""))
+    approvals = servers.with_name(servers.name + ".approvals.json")
+    settings = Settings(mcp_servers=servers, cache_dir=None, admin_token="s3cret")
+    admin = {"Authorization": "Bearer s3cret"}
+    with TestClient(create_app(settings=settings)) as client:
+        assert set(json.loads(approvals.read_text())["servers"]["fixture"]) == {t["name"] for t in TOOLS}
+        write_tools(tools_file, CHANGED)
+        deadline = time.monotonic() + 60
+        while "create_invoice" in str(client.get("/tools").json()):  # removed: that applies at once
+            assert time.monotonic() < deadline, "the change was not picked up"
+            time.sleep(0.1)
+        served = {t["name"]: t for t in client.get("/tools").json()["tools"]}
+        assert set(served) == {"get_weather", "send_email"}  # translate_text is new: held
+        assert served["send_email"]["description"] == TOOLS[1]["description"]  # the approved one
+        held = client.get("/admin/status", headers=admin).json()["live"]["quarantined"]
+        assert {(h["tool"], h["kind"]) for h in held} == {("send_email", "changed"), ("translate_text", "new")}
+        assert "description" in next(h["what"] for h in held if h["tool"] == "send_email")
+
+        approved = client.post("/admin/approve", json={"tools": ["translate_text"]}, headers=admin)
+        assert approved.status_code == 200 and approved.json()["approved"] == {"fixture": ["translate_text"]}
+        assert "translate_text" in str(client.get("/tools").json())
+        assert client.post("/admin/approve", json={"tools": ["nope"]}, headers=admin).status_code == 400
+        assert client.post("/admin/approve", json={}).status_code == 401
+
+        result = CliRunner().invoke(main, ["approve", "--mcp-servers", str(servers), "--tool", "send_email"])
+        assert result.exit_code == 0, result.output
+        assert "send_email" in result.output
+        deadline = time.monotonic() + 30
+        while described(client, "send_email") != CHANGED[1]["description"]:
+            assert time.monotonic() < deadline, "the approval made by the CLI was not picked up"
+            time.sleep(0.2)
+        assert client.get("/admin/status", headers=admin).json()["live"]["quarantined"] == []
 
 
 # -- toolsift as an MCP server ---------------------------------------------------------------

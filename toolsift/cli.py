@@ -547,6 +547,27 @@ def validate(catalog: Path, dialect: str) -> None:
 
 
 @main.command()
+@click.option(
+    "--mcp-servers", "servers_file", type=click.Path(path_type=Path, exists=True, dir_okay=False), required=True,
+    help="The servers file the service serves.",
+)  # fmt: skip
+@click.option("--server", help="Only this server (default: every server in the file).")
+@click.option("--tool", "tools", multiple=True, help="Only this tool, by the name toolsift serves (repeatable).")
+@click.option("--list", "list_only", is_flag=True, help="Show what waits for approval; pin nothing.")
+def approve(servers_file: Path, server: str | None, tools: tuple[str, ...], list_only: bool) -> None:
+    """Pin the definitions the MCP servers list now (changed and new tools then serve), or --list
+    what waits for approval. A running service picks the approvals file up within a second."""
+    import anyio
+
+    from toolsift.mcp.approvals import Approvals, approvals_path
+    from toolsift.mcp.review import approve_listed
+
+    approvals = Approvals(approvals_path(servers_file, Settings.from_env(None).approvals))
+    for line in anyio.run(approve_listed, servers_file, approvals, server, list(tools), list_only):
+        click.echo(line)
+
+
+@main.command()
 @index_option
 @click.option("--tag", "tags", multiple=True, help="Only tools with this tag (repeatable: any of them).")
 def tools(index_path: Path | None, tags: tuple[str, ...]) -> None:

@@ -213,9 +213,9 @@ class InvalidToolArguments(ToolsiftError):
 class NotAGateway(ToolsiftError):
     """A tool call was sent to a service that serves an index folder: it has no MCP servers to forward to."""
 
-    def __init__(self) -> None:
+    def __init__(self, what: str = "forward calls to") -> None:
         super().__init__(
-            "this service has no MCP servers to forward calls to: start it with --mcp-servers servers.yaml "
+            f"this service has no MCP servers to {what}: start it with --mcp-servers servers.yaml "
             "(toolsift serve or toolsift mcp) to search and call their tools"
         )
 

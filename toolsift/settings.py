@@ -80,6 +80,8 @@ class Settings(BaseSettings):
     """A YAML/JSON file of tenants: API keys and the tools each may see (see toolsift.tenants)."""
     mcp_servers: Path | None = None
     """A YAML/JSON file listing MCP servers whose tools make up the catalog (live catalog)."""
+    approvals: Path | None = None
+    """The file of pinned MCP tool definitions (default: ``<mcp servers file>.approvals.json``)."""
     lint_queries: Path | None = None
     """Labelled queries (a benchmark's queries.jsonl) the service's lint report scores the catalog
     on: per-tool accuracy on the curation page, and the query-based findings."""

@@ -433,6 +433,21 @@ class Health(WireModel):
     catalog_fingerprint: str | None = None
 
 
+class ApproveRequest(WireModel):
+    """The body of ``POST /admin/approve``: which of the MCP servers' current definitions to pin."""
+
+    model_config = ConfigDict(defer_build=False, extra="forbid", strict=True)
+
+    server: str | None = Field(default=None, max_length=64, description="One server (omit: every server)")
+    tools: list[Annotated[str, Field(min_length=1, max_length=256)]] | None = Field(
+        default=None, max_length=10_000, description="Tools by the names toolsift serves (omit: all the server lists)"
+    )
+
+
+class ApproveResult(WireModel):
+    approved: dict[str, list[str]] = Field(description="Per server, the tools (its own names) now pinned")
+
+
 class ReloadResult(WireModel):
     """``POST /admin/reload``: what a reload did."""
 

@@ -28,9 +28,12 @@ def open_client(spec: McpServerSpec, message_handler: MessageHandlerFnT | None =
     return Client(server, read_timeout_seconds=spec.timeout, message_handler=message_handler, mode=spec.protocol)
 
 
-async def list_server_tools(client: Client, spec: McpServerSpec) -> tuple[list[Tool], list[str]]:
+async def list_server_tools(
+    client: Client, spec: McpServerSpec, *, believe: bool = True
+) -> tuple[list[Tool], list[str]]:
     """Every tool the server lists (all pages), as toolsift Tools, and a problem line for each
-    tool that could not be read (it is left out; the others still count)."""
+    tool that could not be read (it is left out; the others still count). ``believe=False``
+    keeps the server's annotations as it claims them (``believed`` applies the trust later)."""
     tools: list[Tool] = []
     problems: list[str] = []
     cursor: str | None = None
@@ -39,7 +42,7 @@ async def list_server_tools(client: Client, spec: McpServerSpec) -> tuple[list[T
         for listed in page.tools:
             record = listed.model_dump(by_alias=True, exclude_none=True, mode="json")
             try:
-                tools.append(to_tool(record, spec))
+                tools.append(to_tool(record, spec, believe=believe))
             except CatalogError as error:
                 problems.append(f"server '{spec.name}': {error}")
         cursor = page.next_cursor
@@ -48,15 +51,22 @@ async def list_server_tools(client: Client, spec: McpServerSpec) -> tuple[list[T
     return tools, problems
 
 
-def to_tool(record: dict[str, Any], spec: McpServerSpec) -> Tool:
-    """One MCP tool definition as a Tool: prefixed name, the server's tags, source = server name."""
+def to_tool(record: dict[str, Any], spec: McpServerSpec, *, believe: bool = True) -> Tool:
+    """One MCP tool definition as a Tool: prefixed name, the server's tags, source = server name,
+    its annotations as far as the server is believed (``believed``)."""
     annotations = record.get("annotations")
     if isinstance(annotations, dict):  # newer hints this version does not know must not reject the tool
         record = {**record, "annotations": {k: v for k, v in annotations.items() if k in _KNOWN_ANNOTATIONS}}
     tool = parse_tool(record, dialect="mcp")
     tags = tuple(dict.fromkeys((*tool.tags, *spec.tags, spec.server_tag)))
-    update = {"name": spec.prefix + tool.name, "tags": tags, "source": spec.name}
-    return tool.model_copy(update={**update, "annotations": _believed(tool.annotations, tool.name, spec)})
+    claimed = tool.model_copy(update={"name": spec.prefix + tool.name, "tags": tags, "source": spec.name})
+    return believed(claimed, spec) if believe else claimed
+
+
+def believed(tool: Tool, spec: McpServerSpec) -> Tool:
+    """``tool`` (of ``spec``'s server) with the annotations toolsift acts on."""
+    hints = _believed(tool.annotations, tool.name.removeprefix(spec.prefix), spec)
+    return tool.model_copy(update={"annotations": hints})
 
 
 def _believed(hints: ToolAnnotations, name: str, spec: McpServerSpec) -> ToolAnnotations:

@@ -33,7 +33,8 @@ from toolsift.catalog import Catalog, Tool
 from toolsift.catalog.security import confusable_names, scan_tool
 from toolsift.embeddings import Embedder, EmbeddingCache, embedder_for
 from toolsift.errors import CatalogError, ReloadFailed, ToolsiftError
-from toolsift.mcp.client import list_server_tools, open_client
+from toolsift.mcp.approvals import Approvals, Held
+from toolsift.mcp.client import believed, list_server_tools, open_client
 from toolsift.mcp.sources import McpServerSpec
 from toolsift.router import RankingConfig, Router, Scope
 
@@ -71,6 +72,10 @@ class ServerState:
     attempted: anyio.Event = field(default_factory=anyio.Event)
     lost: anyio.Event = field(default_factory=anyio.Event)
     """Set when a call found the connection closed: the watcher reconnects at once."""
+    listed: list[Tool] = field(default_factory=list)
+    """What the server lists now, its annotations as claimed (``tools`` is what may serve)."""
+    held: list[Held] = field(default_factory=list)
+    """Its tools in quarantine (changed or new since approved)."""
 
     def record(self) -> dict[str, Any]:
         return {
@@ -82,6 +87,8 @@ class ServerState:
             "changes_seen": self.changes_seen,
             "last_error": self.last_error,
             "problems": self.problems[:20],
+            "policy": self.spec.policy,
+            "quarantined": len(self.held),
         }
 
 
@@ -99,6 +106,7 @@ class LiveCatalog:
         retry_delay: float = 1.0,
         ping_interval: float = 15.0,
         on_failure: Callable[[str], None] | None = None,
+        approvals: Approvals | None = None,
     ) -> None:
         names = [spec.name for spec in specs]
         if len(set(names)) != len(names):
@@ -123,6 +131,8 @@ class LiveCatalog:
         self._ping_interval = ping_interval
         self._lock = anyio.Lock()
         self._on_failure = on_failure
+        self.approvals = approvals
+        """Pinned definitions (``toolsift.mcp.approvals``); None: every listed tool serves as listed."""
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -132,6 +142,8 @@ class LiveCatalog:
         async with anyio.create_task_group() as group:
             for state in self.servers.values():
                 group.start_soon(self._watch, state)
+            if self.approvals is not None:
+                group.start_soon(self._follow_approvals)
             longest = max((s.spec.timeout for s in self.servers.values()), default=0) + 5
             with anyio.move_on_after(longest):
                 for state in self.servers.values():
@@ -176,6 +188,12 @@ class LiveCatalog:
         of the base catalog), None for a name it does not have."""
         return self._owners.get(name)
 
+    def held(self, name: str) -> Held | None:
+        """The tool ``name`` (as toolsift serves it) if it waits for approval as a new tool."""
+        return next(
+            (h for state in self.servers.values() for h in state.held if h.tool == name and h.kind == "new"), None
+        )
+
     def servers_reached(self, scope: Scope) -> list[str]:
         """The servers that serve at least one tool of ``scope``, in the order listed: whose
         resources and prompts a caller with that scope may see."""
@@ -194,6 +212,7 @@ class LiveCatalog:
             "last_error": self.last_error,
             "clashes": self.clashes,
             "withheld": self.withheld,
+            "quarantined": [held.record() for state in self.servers.values() for held in state.held],
         }
 
     # -- building --------------------------------------------------------------------------
@@ -388,10 +407,63 @@ class LiveCatalog:
         if state.client is None:
             raise ReloadFailed(f"server '{state.spec.name}' is not connected")
         with anyio.fail_after(state.spec.timeout):
-            tools, problems = await list_server_tools(state.client, state.spec)
-        state.tools, state.problems = tools, problems
+            listed, problems = await list_server_tools(state.client, state.spec, believe=False)
+        state.listed, state.problems = listed, problems
+        self._review(state)
         state.fetched_at = _now()
         state.last_error = None
+
+    def _review(self, state: ServerState) -> None:
+        """What of the server's listing may serve, under its pins (see ``approvals``)."""
+        spec = state.spec
+        tools, state.held = state.listed, []
+        if self.approvals is not None:
+            listed = [(tool.name.removeprefix(spec.prefix), tool) for tool in state.listed]
+            tools, state.held = self.approvals.review(spec.name, listed, accept=spec.policy == "accept")
+            for held in state.held:
+                logger.warning("server '%s': tool '%s' held for approval (%s, %s)",
+                               spec.name, held.tool, held.kind, held.what)  # fmt: skip
+            self.approvals.publish_held([held for other in self.servers.values() for held in other.held])
+        state.tools = [believed(tool, spec) for tool in tools]
+
+    async def approve(self, server: str | None = None, tools: list[str] | None = None) -> dict[str, Any]:
+        """Pin what the servers list now (one server's, or every server's; only ``tools``, by the
+        names toolsift serves, when given) and publish the catalog that follows."""
+        if self.approvals is None:
+            raise CatalogError("this catalog pins nothing", fix="Serve MCP servers with approvals on")
+        if server is not None and server not in self.servers:
+            raise CatalogError(f"no MCP server named '{server}'", fix=f"Use one of {', '.join(self.servers)}")
+        states = [self.servers[server]] if server else list(self.servers.values())
+        unknown = sorted(set(tools or ()) - {tool.name for state in states for tool in state.listed})
+        if unknown:
+            raise CatalogError(
+                f"no server lists {', '.join(unknown)}", fix="Approve tools by the names toolsift serves"
+            )
+        approved: dict[str, list[str]] = {}
+        for state in states:
+            chosen = [tool for tool in state.listed if tools is None or tool.name in tools]
+            if chosen:
+                pairs = [(tool.name.removeprefix(state.spec.prefix), tool) for tool in chosen]
+                approved[state.spec.name] = self.approvals.pin(state.spec.name, pairs, by="admin")
+                self._review(state)
+        await self._rebuild_quietly("approval")
+        return {"approved": approved}
+
+    async def _follow_approvals(self) -> None:
+        """Re-read the approvals file when it changes (``toolsift approve`` in another process)."""
+        assert self.approvals is not None
+        while True:
+            await anyio.sleep(APPROVALS_POLL)
+            try:
+                changed = self.approvals.reload()
+            except CatalogError as error:
+                self.last_error = str(error)
+                logger.error("%s; the previous pins keep applying", error)
+                continue
+            if changed:
+                for state in self.servers.values():
+                    self._review(state)
+                await self._rebuild_quietly("approvals changed")
 
 
 async def snapshot_catalog(specs: list[McpServerSpec], base: Catalog | None = None) -> tuple[Catalog, list[str]]:
@@ -425,6 +497,9 @@ def _describe(error: BaseException) -> str:
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
+
+APPROVALS_POLL = 1.0
+"""Seconds between looks at the approvals file."""
 
 BASE = ""
 """The owner name of the base catalog's tools (``--catalog``) among the servers'."""

@@ -14,6 +14,7 @@ The file uses the ``mcpServers`` layout most MCP clients share (``servers`` is a
         call_timeout: 120            # seconds a forwarded call may take (default 60)
         trusted: true                # believe its readOnlyHint / destructiveHint (default: no)
         read_only: [list_issues]     # tools the operator vouches change nothing
+        policy: quarantine           # a changed or new tool waits for approval (or: accept)
 
 Every tool also gets the tag ``mcp:<server name>``, so tag rules can pick or drop a server.
 
@@ -55,6 +56,10 @@ class McpServerSpec(BaseModel):
     """Believe the server's ``readOnlyHint`` / ``destructiveHint`` (otherwise they are dropped)."""
     read_only: tuple[str, ...] = ()
     """The server's tools (its own names) the operator vouches change nothing."""
+    policy: Literal["quarantine", "accept"] = "quarantine"
+    """What a changed or new tool does once the server's tools are pinned: wait for approval
+    (``toolsift approve``, ``POST /admin/approve``; its pinned definition serves meanwhile), or be
+    pinned as it comes (a server you control)."""
     protocol: Literal["auto", "legacy"] = "auto"
     """``legacy`` skips the 2026-07-28 discovery probe and uses the initialize handshake, for
     servers that mishandle the probe."""
@@ -101,7 +106,7 @@ def parse_sources(document: Any, source: str = "<data>") -> list[McpServerSpec]:
                 entry=f"server '{name}'",
                 field=field,
                 fix="Each server needs 'command' (+ 'args', 'env', 'cwd') or 'url'; optional: prefix, tags, timeout, "
-                "call_timeout, trusted, read_only",
+                "call_timeout, trusted, read_only, policy",
             ) from None
     return specs
 

@@ -71,6 +71,7 @@ async def serve_index_folder(state: ServiceState) -> AsyncIterator[None]:
 @asynccontextmanager
 async def serve_mcp_servers(state: ServiceState) -> AsyncIterator[None]:
     from toolsift.mcp import LiveCatalog, load_sources, router_builder  # the MCP client, only in this mode
+    from toolsift.mcp.approvals import Approvals, approvals_path
     from toolsift.mcp.calls import Forwarder
     from toolsift.mcp.relay import Relay
 
@@ -85,6 +86,7 @@ async def serve_mcp_servers(state: ServiceState) -> AsyncIterator[None]:
         publish=lambda router: publish(state, router),
         base=base,
         on_failure=lambda reason: state.metrics.reloads.labels("failed").inc(),
+        approvals=Approvals(approvals_path(settings.mcp_servers, settings.approvals)),
     )
     logger.info("reading tools from the MCP servers in %s", settings.mcp_servers)
     async with live.running():

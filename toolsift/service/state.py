@@ -246,10 +246,22 @@ class ServiceState:
             raise NotAGateway()
         try:
             tool = tool_to_call(router, name, caller)
-        except ToolCallRefused as error:
+        except ToolCallRefused as refused:
+            error = self._held_refusal(name, caller) or refused
             owner = self.live.owner(router.catalog.resolve(name)) if self.live is not None else None
             return self.forwarder.refuse(name, owner or "", error, caller.pool, session_id)  # logs are the operator's
         return await self.forwarder.call(tool, arguments, tenant=caller.pool, session_id=session_id, progress=progress)
+
+    def _held_refusal(self, name: str, caller: Caller) -> ToolCallRefused | None:
+        """For a tool waiting for approval as new, a refusal that says so (to a caller no key
+        limits: a tenant learns nothing of tools it may not see)."""
+        held = self.live.held(name) if self.live is not None and caller.reach is None else None
+        if held is None:
+            return None
+        return ToolCallRefused(
+            name, (), f"it is new on server '{held.server}' since that server's tools were approved, and waits for "
+            f"an operator's approval (toolsift approve --mcp-servers FILE --tool {name}, or POST /admin/approve)",
+        )  # fmt: skip
 
     def servers_for(self, caller: Caller) -> list[str]:
         """The MCP servers whose resources and prompts ``caller`` may see: those serving at

@@ -8,10 +8,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 
 from toolsift.catalog import Catalog, parse_catalog
-from toolsift.errors import ToolNotFound
+from toolsift.errors import NotAGateway, ToolNotFound
 from toolsift.service.catalog_updates import change_catalog, reload_index_folder
 from toolsift.service.dependencies import State, require_admin
 from toolsift.service.schemas import AdminChange, AdminStatus, FeedbackReset, FeedbackSummary, ReloadResult, ToolsIn
+from toolsift.wire import ApproveRequest, ApproveResult
 
 logger = logging.getLogger("toolsift.service")
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
@@ -90,6 +91,18 @@ async def reload(
         "tools": len(loaded.catalog),
         "catalog_fingerprint": loaded.catalog.fingerprint,
     }
+
+
+@router.post(
+    "/approve", summary="Approve MCP servers' changed or new tools (admin token)", response_model=ApproveResult
+)
+async def approve(request: ApproveRequest, state: State) -> dict[str, Any]:
+    """Pin the definitions the MCP servers list now (one server's, or only the ``tools`` named):
+    a changed tool then serves its new definition, a new tool is served. What waits for approval
+    is under ``live.quarantined`` in ``GET /admin/status``."""
+    if state.live is None:
+        raise NotAGateway("approve tools of")
+    return await state.live.approve(request.server, request.tools)
 
 
 @router.get("/status", summary="Catalog sources and reload history (admin token)", response_model=AdminStatus)
