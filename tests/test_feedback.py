@@ -34,6 +34,8 @@ from conftest import TINY_TOOLS, free_port, wait_until_serving
 ODD_REQUEST = "ship the quarterly memo over to bob in accounting"
 ADMIN_TOKEN = "admin-token-0123456789"
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+FEEDBACK_TOKEN = "feedback-token-0123456789"
+AGENT = {"Authorization": f"Bearer {FEEDBACK_TOKEN}"}
 
 
 def top(router: Router, query: str, **options: object) -> str:
@@ -147,7 +149,8 @@ def test_the_log_is_followed_from_where_a_reader_stopped(tmp_path: Path) -> None
 
 @pytest.fixture
 def client(tiny_router: Router) -> Iterator[TestClient]:
-    with TestClient(create_app(tiny_router, settings=Settings(admin_token=ADMIN_TOKEN))) as test_client:
+    settings = Settings(admin_token=ADMIN_TOKEN, feedback_token=FEEDBACK_TOKEN)
+    with TestClient(create_app(tiny_router, settings=settings)) as test_client:
         yield test_client
 
 
@@ -159,11 +162,13 @@ def routed(client: TestClient, query: str, headers: dict[str, str] | None = None
 
 def test_feedback_over_http_changes_the_next_route(client: TestClient) -> None:
     assert routed(client, ODD_REQUEST)[0] != "send_email"
-    response = client.post("/feedback", json={"query": ODD_REQUEST, "tool": "send_email", "session_id": "s-1"})
+    body = {"query": ODD_REQUEST, "tool": "send_email", "session_id": "s-1"}
+    response = client.post("/feedback", json=body, headers=AGENT)
     assert response.status_code == 200 and response.json() == {"accepted": True, "tool": "send_email", "examples": 1}
     assert routed(client, ODD_REQUEST)[0] == "send_email"
     shown = client.get("/admin/feedback", headers=ADMIN).json()
-    assert shown["retained"] == 1 and shown["tools"] == [{"tool": "send_email", "requests": [ODD_REQUEST]}]
+    assert shown["retained"] == 1
+    assert shown["tools"] == [{"tool": "send_email", "requests": [ODD_REQUEST], "contributors": ["token:feedback"]}]
     assert client.delete("/admin/feedback", headers=ADMIN).json() == {"forgotten": 1}
     assert routed(client, ODD_REQUEST)[0] != "send_email"
     assert "toolsift_feedback_total 1.0" in client.get("/metrics").text
@@ -182,17 +187,79 @@ def test_feedback_over_http_changes_the_next_route(client: TestClient) -> None:
 def test_bad_feedback_is_refused_and_says_why(
     client: TestClient, body: dict[str, object], status: int, where: str
 ) -> None:
-    response = client.post("/feedback", json=body)
+    response = client.post("/feedback", json=body, headers=AGENT)
     assert response.status_code == status and where in response.text
     assert client.get("/admin/feedback", headers=ADMIN).json()["retained"] == 0
 
 
-def test_a_session_is_capped_per_tool_over_http(client: TestClient) -> None:
-    for number in range(20):
-        body = {"query": f"request number {number}", "tool": "get_weather", "session_id": "one-session"}
-        assert client.post("/feedback", json=body).status_code == 200
+def test_a_credential_is_capped_per_tool_over_http(client: TestClient) -> None:
+    for number in range(20):  # a new session_id each time changes nothing: the credential is the contributor
+        body = {"query": f"request number {number}", "tool": "get_weather", "session_id": f"session-{number}"}
+        assert client.post("/feedback", json=body, headers=AGENT).status_code == 200
     kept = client.get("/admin/feedback", headers=ADMIN).json()["tools"][0]["requests"]
     assert len(kept) == 16 and kept[-1] == "request number 19"
+
+
+def test_feedback_poisoning_from_one_client_does_not_steer_routing(tiny_router: Router) -> None:
+    """The audit's attack: a stranger sends feedback making a destructive tool the answer to an
+    ordinary request, rotating session ids and X-Forwarded-For to dodge the per-contributor cap."""
+    attack = {"query": ODD_REQUEST, "tool": "delete_file"} if "delete_file" in tiny_router.catalog else None
+    attack = attack or {"query": ODD_REQUEST, "tool": "send_email"}
+    # an open service without credentials: feedback is off, and says how to turn it on
+    with TestClient(create_app(tiny_router, settings=Settings())) as client:
+        refused = client.post("/feedback", json=attack)
+        assert refused.status_code == 403 and "TOOLSIFT_FEEDBACK_TOKEN" in refused.json()["error"]["message"]
+    # credentials configured: none sent, or a wrong one, is refused
+    settings = Settings(admin_token=ADMIN_TOKEN, feedback_token=FEEDBACK_TOKEN)
+    with TestClient(create_app(tiny_router, settings=settings)) as client:
+        for headers in ({}, {"Authorization": "Bearer not-the-token-at-all"}):
+            assert client.post("/feedback", json=attack, headers=headers).status_code == 403
+        assert routed(client, ODD_REQUEST)[0] != attack["tool"]
+    # a trusted network (TOOLSIFT_FEEDBACK=open): one address is one contributor however it dresses up,
+    # and a tool's feedback from addresses ranks only once three of them agree
+    settings = Settings(admin_token=ADMIN_TOKEN, feedback="open", feedback_rate=1000)
+    with TestClient(create_app(tiny_router, settings=settings)) as client:
+        before = routed(client, ODD_REQUEST)
+        for number in range(28):
+            headers = {"X-Forwarded-For": f"10.0.0.{number}"}
+            body = {**attack, "query": f"{ODD_REQUEST} {number}", "session_id": f"rotated-{number}"}
+            assert client.post("/feedback", json=body, headers=headers).status_code == 200
+        assert routed(client, ODD_REQUEST) == before  # no steering
+        shown = client.get("/admin/feedback", headers=ADMIN).json()["tools"][0]
+        assert set(shown["contributors"]) == {"client:testclient"} and len(shown["requests"]) == 16
+        # the admin revokes that contributor
+        revoked = client.delete("/admin/feedback", params={"contributor": "client:testclient"}, headers=ADMIN)
+        assert (
+            revoked.json() == {"forgotten": 16} and client.get("/admin/feedback", headers=ADMIN).json()["retained"] == 0
+        )
+
+
+def test_feedback_is_rate_limited_per_credential_and_raw_requests_stay_private(tiny_router: Router) -> None:
+    settings = Settings(admin_token=ADMIN_TOKEN, feedback_token=FEEDBACK_TOKEN, feedback_rate=5)
+    with TestClient(create_app(tiny_router, settings=settings)) as client:
+        codes = [
+            client.post("/feedback", json={"query": f"mail {n}", "tool": "send_email"}, headers=AGENT).status_code
+            for n in range(7)
+        ]
+        assert codes == [200] * 5 + [429] * 2
+        assert (
+            client.post("/feedback", json={"query": "mail 9", "tool": "send_email"}, headers=ADMIN).status_code == 200
+        )
+        page = client.get("/tools/send_email").json()["feedback"]
+        assert page["requests"] == 6 and page["recent"] == []  # a stranger sees a count, not others' words
+        assert "mail 9" in client.get("/tools/send_email", headers=ADMIN).json()["feedback"]["recent"]
+
+
+def test_quorum_of_untrusted_contributors() -> None:
+    from toolsift.router.usage import Feedback, FeedbackLimits, UsageBook
+
+    book = UsageBook(FeedbackLimits(quorum=3))
+    book.add(Feedback("first", "t", contributor="client:1"))
+    book.add(Feedback("second", "t", contributor="client:2"))
+    book.add(Feedback("vouched", "u", contributor="token:feedback"))
+    assert book.examples("") == [("u", "vouched")]  # two addresses do not make a quorum
+    book.add(Feedback("third", "t", contributor="client:3"))
+    assert sorted(book.examples("")) == [("t", "first"), ("t", "second"), ("t", "third"), ("u", "vouched")]
 
 
 def test_one_tenants_feedback_never_changes_anothers_results(tiny_router: Router, tmp_path: Path) -> None:
@@ -224,6 +291,7 @@ def test_feedback_survives_a_restart_and_reaches_every_worker(tmp_path: Path, ti
     folder = tiny_router.save(tmp_path / "index")
     environment = {
         **os.environ, "TOOLSIFT_MODEL": "hashing-64", "TOOLSIFT_ADMIN_TOKEN": ADMIN_TOKEN, "TOOLSIFT_CACHE_DIR": "off",
+        "TOOLSIFT_FEEDBACK_TOKEN": FEEDBACK_TOKEN,
     }  # fmt: skip
     queries = [f"{ODD_REQUEST} number {n}" for n in range(24)]
 
@@ -247,7 +315,8 @@ def test_feedback_survives_a_restart_and_reaches_every_worker(tmp_path: Path, ti
 
         def send(query: str) -> httpx.Response:
             body = {"query": query, "tool": "send_email", "session_id": "s" + query.split()[-1]}
-            return httpx.post(url + "/feedback", json=body, timeout=60)
+            credential = AGENT if int(query.split()[-1]) % 2 else ADMIN  # two contributors: 12 each, under the cap
+            return httpx.post(url + "/feedback", json=body, headers=credential, timeout=60)
 
         with ThreadPoolExecutor(max_workers=12) as pool:
             assert [r.status_code for r in pool.map(send, queries)] == [200] * 24
@@ -302,7 +371,7 @@ def test_feedback_import_checks_every_line_then_keeps_them(tmp_path: Path, tiny_
 def test_the_client_sends_feedback(tiny_router: Router) -> None:
     from toolsift.client import Client
 
-    app = create_app(tiny_router, settings=Settings(admin_token=ADMIN_TOKEN))
+    app = create_app(tiny_router, settings=Settings(admin_token=ADMIN_TOKEN, feedback_token=FEEDBACK_TOKEN))
     with TestClient(app) as test_client:
 
         def through_app(request: httpx.Request) -> httpx.Response:
@@ -311,7 +380,7 @@ def test_the_client_sends_feedback(tiny_router: Router) -> None:
             )
             return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
 
-        client = Client("http://testserver", transport=httpx.MockTransport(through_app))
+        client = Client("http://testserver", api_key=FEEDBACK_TOKEN, transport=httpx.MockTransport(through_app))
         accepted = client.feedback(ODD_REQUEST, "send_email", session_id="s-9")
         assert accepted.tool == "send_email" and accepted.examples == 1
         assert client.route(ODD_REQUEST, k=3).matches[0].name == "send_email"

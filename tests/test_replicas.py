@@ -279,7 +279,8 @@ def test_redis_down_gives_503_to_session_requests_only(replicas: list[Replica], 
 
 def test_feedback_is_shared_by_replicas(replicas: list[Replica]) -> None:
     odd = "ship the quarterly memo over to bob in accounting"
-    assert httpx.post(replicas[0].url + "/feedback", json={"query": odd, "tool": "send_email"}).status_code == 200
+    body = {"query": odd, "tool": "send_email"}
+    assert httpx.post(replicas[0].url + "/feedback", json=body, headers=ADMIN).status_code == 200
     routed = httpx.post(replicas[1].url + "/route", json={"query": odd, "k": 3}).json()
     assert routed["matches"][0]["name"] == "send_email"
 

@@ -77,6 +77,9 @@ def test_page_shows_overview_findings_and_route_breakdown(served: str) -> None:
         browser.close()
 
 
+FEEDBACK = {"X-API-Key": "feedback-token-0123456789"}
+
+
 def test_lint_endpoint_reports_the_loaded_catalog(tiny_router: object) -> None:
     from fastapi.testclient import TestClient
 
@@ -307,7 +310,8 @@ def test_a_20000_tool_catalog_shows_its_first_view_fast_and_light(tmp_path: Path
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     command = [sys.executable, "-m", "toolsift", "serve", "--index", str(folder), "--port", str(port)]
-    process = subprocess.Popen(command, env={**os.environ, "TOOLSIFT_CACHE_DIR": "off"})
+    environment = {**os.environ, "TOOLSIFT_CACHE_DIR": "off", "TOOLSIFT_FEEDBACK_TOKEN": FEEDBACK["X-API-Key"]}
+    process = subprocess.Popen(command, env=environment)
     try:
         wait_until_serving(url, process)
         started = time.perf_counter()
@@ -330,7 +334,7 @@ def test_a_20000_tool_catalog_shows_its_first_view_fast_and_light(tmp_path: Path
             assert seconds < 2.0 and transferred < 5_000_000
             first_tool = page.locator("#catalog-table .tool-link").first.inner_text()
             body = {"query": "the request a user sent", "tool": first_tool}
-            assert httpx.post(url + "/feedback", json=body).status_code == 200
+            assert httpx.post(url + "/feedback", json=body, headers=FEEDBACK).status_code == 200
             page.click("#map-button")  # the map of all 20,000, and the feedback chart
             expect(page.locator("#map-info")).to_have_attribute("data-points", "20000", timeout=30_000)
             expect(page.locator("#usage-info")).to_contain_text("1 tools named in feedback")
@@ -357,7 +361,8 @@ def test_the_map_carries_accuracy_and_usage_when_they_exist(tiny_router: object,
             )
         )
     )
-    with TestClient(create_app(tiny_router, settings=Settings(lint_queries=queries))) as client:  # type: ignore[arg-type]
+    settings = Settings(lint_queries=queries, feedback="open")
+    with TestClient(create_app(tiny_router, settings=settings)) as client:  # type: ignore[arg-type]
         before = client.get("/catalog/map").json()
         assert before["columns"] == ["name", "x", "y", "tokens", "recall@5", "feedback"]
         rows = {row[0]: row for row in before["tools"]}

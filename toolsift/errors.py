@@ -279,6 +279,20 @@ class TenantUnauthorized(ToolsiftError):
         super().__init__("missing or unknown API key: send 'Authorization: Bearer <your tenant key>'")
 
 
+class FeedbackRefused(ToolsiftError):
+    """Feedback without a credential the service accepts for it (or with feedback off)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+
+
+class FeedbackRateLimited(ToolsiftError):
+    """One contributor sent more feedback than ``TOOLSIFT_FEEDBACK_RATE`` a minute."""
+
+    def __init__(self, rate: int) -> None:
+        super().__init__(f"more than {rate} feedback requests a minute from this credential: slow down and retry")
+
+
 class NotReady(ToolsiftError):
     """The service has no index loaded yet."""
 

@@ -66,7 +66,9 @@ def _feedback_line(line: bytes, number: int, log: Path, catalog: Catalog) -> Fee
     if name is None or name not in catalog:
         raise click.ClickException(f"{where}: no tool named {tool!r} in the index; `toolsift tools` lists the names")
     session, tenant = record.get("session_id"), record.get("tenant")
-    contributor = f"session:{session}" if isinstance(session, str) and session else f"import:{log.name}"
+    contributor = f"import:{log.name}" + (
+        f":{session}" if isinstance(session, str) and session else ""
+    )  # the operator vouches
     return Feedback(query.strip(), name, tenant if isinstance(tenant, str) else "", contributor)
 
 

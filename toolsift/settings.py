@@ -80,6 +80,18 @@ class Settings(BaseSettings):
     """A YAML/JSON file of tenants: API keys and the tools each may see (see toolsift.tenants)."""
     mcp_servers: Path | None = None
     """A YAML/JSON file listing MCP servers whose tools make up the catalog (live catalog)."""
+    feedback: Literal["keys", "open", "off"] = "keys"
+    """Who may send POST /feedback: ``keys`` a tenant key, the feedback token or the admin token
+    (off on a service with none of them); ``open`` anyone (trusted networks: each client address
+    counts as one contributor, and a tool's feedback counts once ``feedback_quorum`` agree);
+    ``off`` nobody."""
+    feedback_token: str | None = Field(None, min_length=16, max_length=512)
+    """A credential for POST /feedback only (agents that may teach the router, not edit it)."""
+    feedback_quorum: int = Field(3, ge=1, le=1000)
+    """With ``feedback: open``: distinct client addresses that must send feedback for a tool
+    before any of theirs ranks it."""
+    feedback_rate: int = Field(60, ge=1, le=100_000)
+    """Feedback requests a minute one contributor (credential or address) may send."""
     approvals: Path | None = None
     """The file of pinned MCP tool definitions (default: ``<mcp servers file>.approvals.json``)."""
     lint_queries: Path | None = None
@@ -171,6 +183,10 @@ LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 LOG_FORMATS = ("json", "text")
 
 EXPECTED: dict[str, str] = {
+    "feedback": "keys, open or off",
+    "feedback_token": "a secret of 16 to 512 characters",
+    "feedback_quorum": "a number from 1 to 1000",
+    "feedback_rate": "a number from 1 to 100000",
     "model": "a model name, a model folder or auto",
     "index_kind": "one of " + ", ".join(INDEX_KINDS),
     "embedding_backend": "onnx or torch",

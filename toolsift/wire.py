@@ -340,6 +340,9 @@ class FeedbackAccepted(WireModel):
 class FeedbackTool(WireModel):
     tool: str
     requests: list[str] = Field(description="Retained requests, oldest first")
+    contributors: list[str] = Field(
+        default_factory=list, description="Who sent each request (its credential: tenant:<name>, admin, ...)"
+    )
 
 
 class FeedbackSummary(WireModel):

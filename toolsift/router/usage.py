@@ -31,6 +31,9 @@ recall where tools have many requests (benchmarks/DECISIONS.md)."""
 DEFAULT_PER_TOOL = 256
 DEFAULT_PER_CONTRIBUTOR = 16
 DEFAULT_PER_POOL = 50_000
+UNTRUSTED = ("client:", "session:")
+"""Contributors no credential vouches for (a client address on an open service; ``session:`` from
+logs of before): their requests rank a tool only once ``quorum`` of them sent feedback for it."""
 
 
 @dataclass(frozen=True)
@@ -43,9 +46,11 @@ class FeedbackLimits:
     per_tool: int = DEFAULT_PER_TOOL
     per_contributor: int = DEFAULT_PER_CONTRIBUTOR
     per_pool: int = DEFAULT_PER_POOL
+    quorum: int = 1
+    """Distinct untrusted contributors a tool needs before their requests rank it."""
 
     def __post_init__(self) -> None:
-        for name in ("per_tool", "per_contributor", "per_pool"):
+        for name in ("per_tool", "per_contributor", "per_pool", "quorum"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, not {getattr(self, name)}")
 
@@ -109,9 +114,9 @@ class UsageBook:
         if not requests:
             del pool.tools[tool]
 
-    def reset(self, pool: str | None = None, tool: str | None = None) -> int:
-        """Forget the feedback of ``pool`` (every pool when None), of ``tool`` only when given;
-        returns how many requests were forgotten."""
+    def reset(self, pool: str | None = None, tool: str | None = None, contributor: str | None = None) -> int:
+        """Forget the feedback of ``pool`` (every pool when None), of ``tool`` only and of
+        ``contributor`` only when given; returns how many requests were forgotten."""
         with self._lock:
             forgotten = 0
             for name in [pool] if pool is not None else list(self._pools):
@@ -119,19 +124,35 @@ class UsageBook:
                 if entry is None:
                     continue
                 for tool_name in [tool] if tool is not None else list(entry.tools):
-                    for text in list(entry.tools.get(tool_name, ())):
-                        self._drop(entry, tool_name, text)
-                        forgotten += 1
+                    for text, who in list(entry.tools.get(tool_name, {}).items()):
+                        if contributor is None or who == contributor:
+                            self._drop(entry, tool_name, text)
+                            forgotten += 1
                 if not entry.tools:
                     del self._pools[name]
             self.version += 1
             return forgotten
 
     def examples(self, pool: str) -> list[tuple[str, str]]:
-        """(tool, request) pairs of ``pool``, by tool, oldest request first."""
+        """(tool, request) pairs of ``pool`` that rank, by tool, oldest request first: those of
+        trusted contributors, and untrusted ones' once ``quorum`` of them agree on the tool (in a
+        tenant's pool every request came with the tenant's key, so all count)."""
         with self._lock:
             entry = self._pools.get(pool)
-            return [] if entry is None else [(t, text) for t, texts in entry.tools.items() for text in texts]
+            if entry is None:
+                return []
+            pairs = []
+            for tool, texts in entry.tools.items():
+                untrusted = {who for who in texts.values() if who.startswith(UNTRUSTED)}
+                agreed = bool(pool) or len(untrusted) >= self.limits.quorum  # a tenant's pool took its key
+                pairs += [(tool, text) for text, who in texts.items() if agreed or not who.startswith(UNTRUSTED)]
+            return pairs
+
+    def contributors(self, pool: str) -> dict[str, list[str]]:
+        """Per tool, the contributor of each retained request (in ``summary``'s order)."""
+        with self._lock:
+            entry = self._pools.get(pool)
+            return {} if entry is None else {tool: list(texts.values()) for tool, texts in entry.tools.items()}
 
     def summary(self, pool: str) -> dict[str, list[str]]:
         """Per tool, its retained requests (oldest first)."""

@@ -7,11 +7,14 @@ each request sees one consistent index even while a reload lands.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import os
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -21,7 +24,7 @@ from toolsift.catalog.queries import load_queries
 from toolsift.curation import LintReport, lint_catalog
 from toolsift.embeddings.batching import set_max_batch
 from toolsift.embeddings.onnx_runtime import set_threads
-from toolsift.errors import NotAGateway, NotReady, ToolCallRefused
+from toolsift.errors import FeedbackRateLimited, FeedbackRefused, NotAGateway, NotReady, ToolCallRefused
 from toolsift.extras import missing_extra
 from toolsift.router import Caller, Delivered, RouteQuery, Router, Scope, SessionStore, TagRules, answer, tool_to_call
 from toolsift.router.sessions import Sessions
@@ -112,6 +115,8 @@ class ServiceState:
     curation_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(CURATION_THREADS))
     """The threads curation views (lint, tool pages, the map) may use at once: never the route's."""
     operator_scopes: LRUCache[str, Scope] = field(default_factory=lambda: LRUCache(2))
+    feedback_times: LRUCache[str, deque[float]] = field(default_factory=lambda: LRUCache(100_000))
+    """When each contributor last sent feedback (the last minute's), for TOOLSIFT_FEEDBACK_RATE."""
     """What the operator's rules let through, by catalog fingerprint."""
     cache_lock: threading.Lock = field(default_factory=threading.Lock)
     """Guards ``deferred_payloads`` and ``catalog_maps`` (requests run in worker threads)."""
@@ -126,6 +131,7 @@ class ServiceState:
         tune_for_serving(settings)
         sessions = SessionStore(settings.session_cap, settings.max_sessions, settings.session_ttl)
         usage = UsageFeed(router.usage if router is not None else None)  # what it learned in-process stays
+        usage.book.limits = replace(usage.book.limits, quorum=settings.feedback_quorum)
         state = cls(settings, tenants, router, RouterHolder(router, usage.book), sessions, usage)
         if settings.redis_url:
             try:
@@ -220,6 +226,49 @@ class ServiceState:
                 self.operator_scopes[fingerprint] = found
         return found
 
+    def is_admin(self, key: str | None) -> bool:
+        """Whether ``key`` is the admin token (constant time; False without one)."""
+        return _matches(key, self.settings.admin_token)
+
+    def feedback_contributor(self, tenant: TenantSpec | None, key: str | None, address: str) -> str:
+        """Who sends a feedback request, from its credential — never from a self-declared id or
+        header: ``tenant:<name>``, ``admin``, ``token:feedback``, or (``TOOLSIFT_FEEDBACK=open``)
+        ``client:<address>``. ``FeedbackRefused`` says what credential it needs; past
+        ``TOOLSIFT_FEEDBACK_RATE`` a minute, ``FeedbackRateLimited``."""
+        settings = self.settings
+        if settings.feedback == "off":
+            raise FeedbackRefused("feedback is off on this service (TOOLSIFT_FEEDBACK=off)")
+        if tenant is not None:
+            contributor = f"tenant:{tenant.name}"  # its own pool: nobody else's routing
+        elif _matches(key, settings.admin_token):
+            contributor = "admin"
+        elif _matches(key, settings.feedback_token):
+            contributor = "token:feedback"
+        elif settings.feedback == "open":
+            contributor = f"client:{address}"
+        elif settings.admin_token or settings.feedback_token:
+            raise FeedbackRefused("feedback needs a credential: send 'Authorization: Bearer <TOOLSIFT_FEEDBACK_TOKEN>'")
+        else:
+            raise FeedbackRefused(
+                "feedback is off on a service without credentials (anyone could steer routing): set "
+                "TOOLSIFT_FEEDBACK_TOKEN and send it as 'Authorization: Bearer <token>', or TOOLSIFT_FEEDBACK=open on "
+                "a trusted network"
+            )
+        self._rate_check(contributor)
+        return contributor
+
+    def _rate_check(self, contributor: str) -> None:
+        now = time.monotonic()
+        with self.cache_lock:
+            recent = self.feedback_times.get(contributor)
+            if recent is None:
+                recent = self.feedback_times[contributor] = deque()
+            while recent and now - recent[0] > 60:
+                recent.popleft()
+            if len(recent) >= self.settings.feedback_rate:
+                raise FeedbackRateLimited(self.settings.feedback_rate)
+            recent.append(now)
+
     def answer(self, router: Router, query: RouteQuery, caller: Caller) -> Delivered:
         """The routed answer every entrance gives (``toolsift.router.door.answer``), after the
         feedback other workers took since this one last looked; the route is timed in the metrics."""
@@ -283,6 +332,13 @@ class ServiceState:
         path = self.settings.index_path
         manifest = path / "manifest.json"
         return os.path.realpath(path), manifest.stat().st_mtime if manifest.exists() else 0.0
+
+
+def _matches(key: str | None, secret: str | None) -> bool:
+    """``key`` is ``secret`` (in constant time; a header may hold any byte)."""
+    if not key or not secret:
+        return False
+    return hmac.compare_digest(key.encode("utf-8", "surrogateescape"), secret.encode())
 
 
 def tune_for_serving(settings: Settings) -> None:

@@ -7,7 +7,8 @@ change made through one worker is seen by the next request to any worker. Withou
 router given to ``create_app``, MCP servers) feedback lives in memory only.
 
 Retention (``toolsift.router.usage.FeedbackLimits``): per pool and tool the latest 256 distinct
-requests, at most 16 of them from one contributor (a session, else a client address), at most
+requests, at most 16 of them from one contributor (the credential that sent it: a tenant, the
+feedback token, the admin token; with ``feedback: open``, a client address), at most
 50,000 per pool; the log is compacted to what is retained once it holds twice as many lines
 (and at least ``COMPACT_AFTER``).
 """
@@ -60,22 +61,30 @@ class UsageFeed:
         self.refresh()
         self._compact_if_due()
 
-    def reset(self, pool: str | None = None, tool: str | None = None) -> int:
-        """Forget ``pool``'s feedback (every pool when None), ``tool``'s only when given; returns
-        how many requests were forgotten."""
+    def reset(self, pool: str | None = None, tool: str | None = None, contributor: str | None = None) -> int:
+        """Forget ``pool``'s feedback (every pool when None), ``tool``'s and ``contributor``'s only
+        when given; returns how many requests were forgotten."""
         self.refresh()
-        summary = [self.book.summary(name) for name in ([pool] if pool is not None else self.book.pools())]
-        forgotten = sum(len(texts) for tools in summary for name, texts in tools.items() if tool in (None, name))
+        pools = [pool] if pool is not None else self.book.pools()
+        forgotten = sum(
+            1
+            for name in pools
+            for tool_name, who in self.book.contributors(name).items()
+            if tool in (None, tool_name)
+            for one in who
+            if contributor in (None, one)
+        )
         if self.log is None:
-            self.book.reset(pool, tool)
+            self.book.reset(pool, tool, contributor)
         else:
-            self.log.append([{"op": "reset", "pool": pool, "tool": tool, "at": _now()}])
+            self.log.append([{"op": "reset", "pool": pool, "tool": tool, "contributor": contributor, "at": _now()}])
             self.refresh()
         return forgotten
 
     def _apply(self, record: dict[str, Any]) -> None:
         if record["op"] == "reset":
-            self.book.reset(_text_or_none(record.get("pool")), _text_or_none(record.get("tool")))
+            pool, tool = _text_or_none(record.get("pool")), _text_or_none(record.get("tool"))
+            self.book.reset(pool, tool, _text_or_none(record.get("contributor")))
             return
         query, tool = record.get("query"), record.get("tool")
         if isinstance(query, str) and isinstance(tool, str) and query.strip():

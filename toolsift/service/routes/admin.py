@@ -47,15 +47,24 @@ async def delete_tool(name: str, state: State) -> dict[str, Any]:
 
 @router.get("/feedback", summary="What routing learned from feedback (admin token)", response_model=FeedbackSummary)
 def show_feedback(
-    state: State, tenant: Annotated[str | None, Query(description="The tenant (omit without tenants)")] = None
+    state: State,
+    tenant: Annotated[str | None, Query(description="The tenant (omit without tenants)")] = None,
+    contributor: Annotated[str | None, Query(description="Only this contributor's requests")] = None,
 ) -> dict[str, Any]:
+    """Every retained request, with who sent it (an export: the same JSON, saved)."""
     state.usage.refresh()
     tools = state.usage.book.summary(tenant or "")
-    return {
-        "tenant": tenant,
-        "retained": sum(len(requests) for requests in tools.values()),
-        "tools": [{"tool": name, "requests": requests} for name, requests in sorted(tools.items())],
-    }
+    senders = state.usage.book.contributors(tenant or "")
+    listed = []
+    for name, requests in sorted(tools.items()):
+        pairs = [
+            (text, who)
+            for text, who in zip(requests, senders.get(name, []), strict=False)
+            if contributor in (None, who)
+        ]
+        if pairs:
+            listed.append({"tool": name, "requests": [t for t, _ in pairs], "contributors": [w for _, w in pairs]})
+    return {"tenant": tenant, "retained": sum(len(tool["requests"]) for tool in listed), "tools": listed}
 
 
 @router.delete("/feedback", summary="Forget feedback (admin token)", response_model=FeedbackReset)
@@ -64,10 +73,11 @@ def reset_feedback(
     tenant: Annotated[str | None, Query(description="Only this tenant's (omit without tenants)")] = None,
     tool: Annotated[str | None, Query(description="Only this tool's")] = None,
     every_tenant: Annotated[bool, Query(description="Every tenant's feedback")] = False,
+    contributor: Annotated[str | None, Query(description="Only this contributor's (revoke it)")] = None,
 ) -> dict[str, Any]:
     pool = None if every_tenant else (tenant or "")
     name = state.routers.get().catalog.resolve(tool) if tool is not None else None
-    return {"forgotten": state.usage.reset(pool, name)}
+    return {"forgotten": state.usage.reset(pool, name, contributor)}
 
 
 @router.post("/reload", summary="Reload the catalog (admin token)", response_model=ReloadResult)

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from toolsift.router.usage import Feedback
 from toolsift.service.dependencies import State, Tenant
 from toolsift.service.schemas import FeedbackAccepted, FeedbackRequest
+from toolsift.tenants import key_from_headers
 
 router = APIRouter()
 
@@ -16,11 +17,13 @@ router = APIRouter()
 @router.post("/feedback", response_model=FeedbackAccepted, summary="Say which tool answered a request")
 def feedback(body: FeedbackRequest, request: Request, state: State, tenant: Tenant) -> dict[str, Any]:
     """Kept durably (with an index folder) and used by the next route of the same tenant: the
-    request becomes one more view of the tool. An unknown tool (or one the caller's tenant cannot
-    see) is a 400. Contributions are capped per session (else per client address) and tool."""
+    request becomes one more view of the tool. Feedback is a write: it needs a credential (a
+    tenant key, ``TOOLSIFT_FEEDBACK_TOKEN`` or the admin token; 403 otherwise, see
+    ``TOOLSIFT_FEEDBACK``), which names the contributor (capped per tool, rate-limited: 429). An
+    unknown tool (or one the caller's tenant cannot see) is a 400."""
     current = state.routers.get()
     caller = state.caller(tenant, current)
-    contributor = f"session:{body.session_id}" if body.session_id else f"client:{_client(request)}"
+    contributor = state.feedback_contributor(tenant, key_from_headers(request.headers), _client(request))
     item = current.checked_feedback(Feedback(body.query, body.tool, caller.pool, contributor), caller.scope)
     state.usage.record([item])
     state.metrics.feedback.inc()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
 from toolsift.catalog import Tool
 from toolsift.catalog.names import wire_name
@@ -17,7 +17,7 @@ from toolsift.service.dependencies import State, Tenant
 from toolsift.service.routes.curation import lint_report
 from toolsift.service.schemas import Format, ToolDetail, ToolPage
 from toolsift.service.state import ServiceState
-from toolsift.tenants import TenantSpec
+from toolsift.tenants import TenantSpec, key_from_headers
 
 router = APIRouter()
 TOKEN_COUNTER = functools.cache(default_token_counter)
@@ -32,13 +32,16 @@ def _searchable(tool: Tool) -> str:
     summary="One tool: its definition in each format, token costs, findings, neighbours",
     response_model=ToolDetail,
 )
-async def tool(name: str, state: State, tenant: Tenant) -> dict[str, Any]:
+async def tool(name: str, request: Request, state: State, tenant: Tenant) -> dict[str, Any]:
     """``name`` is the catalog name or the name sent to providers. A tool the caller's tenant
-    cannot see is unknown (404), with suggestions from its own tools only."""
-    return await state.off_the_route_path(lambda: tool_detail(state, tenant, name))
+    cannot see is unknown (404), with suggestions from its own tools only. The latest feedback
+    requests (others' words) are shown to the admin and to a tenant (its own); to anyone else,
+    their count only."""
+    readable = tenant is not None or state.is_admin(key_from_headers(request.headers))
+    return await state.off_the_route_path(lambda: tool_detail(state, tenant, name, readable))
 
 
-def tool_detail(state: ServiceState, tenant: TenantSpec | None, name: str) -> dict[str, Any]:
+def tool_detail(state: ServiceState, tenant: TenantSpec | None, name: str, readable: bool = True) -> dict[str, Any]:
     current = state.routers.get()
     caller = state.caller(tenant, current)
     resolved = current.catalog.resolve(name)
@@ -46,7 +49,10 @@ def tool_detail(state: ServiceState, tenant: TenantSpec | None, name: str) -> di
         raise ToolNotFound(name, caller.scope.names, field="name")
     state.usage.refresh()
     requests = state.usage.book.summary(caller.pool).get(resolved, [])
-    return tool_page(current, resolved, caller.scope, lint_report(state), TOKEN_COUNTER(), requests)
+    page = tool_page(current, resolved, caller.scope, lint_report(state), TOKEN_COUNTER(), requests)
+    if not readable:
+        page["feedback"]["recent"] = []
+    return page
 
 
 @router.get("/tools", summary="List the catalog's tools", response_model=ToolPage, response_model_exclude_none=True)
