@@ -152,7 +152,11 @@ def test_an_untrusted_servers_claims_do_not_pass_the_rules_and_poison_never_reac
             # says sleep_for is read-only, not trusted; changes apply as they come (policy: accept), so
             # the poisoned tool it adds reaches the security screen rather than the quarantine
             "claims": faults(tmp_path / "claims.log", protocol="legacy", policy="accept"),
-            "vouched": {**faults(tmp_path / "vouched.log"), "prefix": "v_", "read_only": ["sleep_for"]},
+            "vouched": {
+                **faults(tmp_path / "vouched.log", protocol="legacy"),
+                "prefix": "v_",
+                "read_only": ["sleep_for"],
+            },
         },
     )
     log = tmp_path / "gateway.log"
@@ -161,8 +165,14 @@ def test_an_untrusted_servers_claims_do_not_pass_the_rules_and_poison_never_reac
         async with gateway(servers, "--access", "read_only", log=log) as client:
             await refused(client, "search", "sleep_for", {"seconds": 0}, "server 'claims''s own hints count only")
             assert seen_by(tmp_path / "claims.log") == []
+            for _ in range(300):  # a server that took long to start joins the catalog a moment later
+                found = await client.call_tool("search_tools", {"query": "v_sleep_for", "k": 3})
+                if "v_sleep_for" in found_names(found):
+                    break
+                await anyio.sleep(0.1)
             ok = await call(client, "search", "v_sleep_for", {"seconds": 0})
-            assert not ok.is_error and seen_by(tmp_path / "vouched.log") == ["sleep_for"]
+            assert not ok.is_error, text_of(ok)
+            assert seen_by(tmp_path / "vouched.log") == ["sleep_for"]
         async with gateway(servers, log=log) as client:
             assert not (await call(client, "search", "add_poison", {})).is_error
             for _ in range(100):  # the gateway follows the change (list_changed, then a rebuild)
