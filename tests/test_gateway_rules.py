@@ -166,8 +166,8 @@ def test_an_untrusted_servers_claims_do_not_pass_the_rules_and_poison_never_reac
             await refused(client, "search", "sleep_for", {"seconds": 0}, "server 'claims''s own hints count only")
             assert seen_by(tmp_path / "claims.log") == []
             for _ in range(300):  # a server that took long to start joins the catalog a moment later
-                found = await client.call_tool("search_tools", {"query": "v_sleep_for", "k": 3})
-                if "v_sleep_for" in found_names(found):
+                searched = await client.call_tool("search_tools", {"query": "v_sleep_for", "k": 3})
+                if "v_sleep_for" in found_names(searched):
                     break
                 await anyio.sleep(0.1)
             ok = await call(client, "search", "v_sleep_for", {"seconds": 0})
