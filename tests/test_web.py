@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -405,3 +406,53 @@ def test_the_api_docs_render_offline_in_chromium(served: str) -> None:
         expect(page.locator(".opblock-summary-path", has_text="/route").first).to_be_visible(timeout=60_000)
         assert elsewhere == [] and errors == []
         browser.close()
+
+
+def test_the_page_reviews_and_approves_an_mcp_servers_changes(tmp_path: Path) -> None:
+    """`serve --mcp-servers`: with the admin token entered, the page lists what waits for approval
+    (an edited tool, a new tool) and approves one with a click; without it, it says what to enter."""
+    if CHROMIUM is None:
+        pytest.fail("headless Chromium is needed for this test: `make browser` (apt-get install chromium)")
+    from playwright.sync_api import expect, sync_playwright
+    from test_mcp import CHANGED, FIXTURE_SERVER, TOOLS, write_tools
+
+    tools_file = tmp_path / "tools.json"
+    write_tools(tools_file, TOOLS)
+    servers = tmp_path / "servers.json"
+    servers.write_text(json.dumps({"mcpServers": {"fixture": {
+        "command": sys.executable, "args": [str(FIXTURE_SERVER), str(tools_file), "stdio"], "timeout": 60}}}))  # fmt: skip
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    admin = "admin-token-0123456789"
+    environment = {**os.environ, "TOOLSIFT_ADMIN_TOKEN": admin, "TOOLSIFT_CACHE_DIR": "off", "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "toolsift", "serve", "--mcp-servers", str(servers), "--port", str(port)]
+    process = subprocess.Popen(command, env=environment, stderr=subprocess.DEVNULL)
+    try:
+        wait_until_serving(url, process)
+        write_tools(tools_file, CHANGED)
+        status = {"Authorization": f"Bearer {admin}"}
+        for _ in range(600):
+            if len(httpx.get(url + "/admin/status", headers=status).json()["live"]["quarantined"]) == 2:
+                break
+            time.sleep(0.1)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+            page = browser.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(url + "/")
+            expect(page.locator("#review")).to_contain_text("Enter the admin token", timeout=30_000)
+            page.fill("#api-key", admin)
+            page.click("#api-key-save")
+            rows = page.locator("#quarantine-table tr")
+            expect(rows).to_have_count(3, timeout=30_000)  # a header and two tools
+            expect(page.locator("#quarantine-table")).to_contain_text("translate_text")
+            page.click("#quarantine-table button[data-tool='translate_text']")
+            expect(rows).to_have_count(2, timeout=30_000)
+            expect(page.locator("#quarantine-table")).to_contain_text("send_email")
+            assert errors == []
+            browser.close()
+        assert "translate_text" in httpx.get(url + "/tools").text  # approved: served
+    finally:
+        process.terminate()
+        process.wait(timeout=60)

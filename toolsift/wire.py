@@ -434,6 +434,7 @@ class Health(WireModel):
     model: str | None = None
     index_kind: str | None = None
     catalog_fingerprint: str | None = None
+    admin: bool | None = Field(default=None, description="True when the request carried the admin token")
 
 
 class ApproveRequest(WireModel):

@@ -4,22 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from toolsift._version import __version__
 from toolsift.service.dependencies import State
 from toolsift.service.schemas import Health
+from toolsift.tenants import key_from_headers
 
 router = APIRouter()
 
 
 @router.get("/healthz", summary="Liveness and what is loaded", response_model=Health, response_model_exclude_none=True)
-def healthz(state: State) -> dict[str, Any]:
+def healthz(state: State, request: Request) -> dict[str, Any]:
     current = state.routers.get()
+    admin = state.is_admin(key_from_headers(request.headers)) or None  # the page shows its admin view then
     if state.tenants is not None:  # unauthenticated: say nothing about the catalog
-        return {"status": "ok", "version": __version__}
+        return {"status": "ok", "version": __version__, "admin": admin}
     manifest = current.index.manifest
     return {
         "status": "ok",
@@ -28,6 +30,7 @@ def healthz(state: State) -> dict[str, Any]:
         "model": manifest.model,
         "index_kind": manifest.kind,
         "catalog_fingerprint": manifest.catalog_fingerprint,
+        "admin": admin,
     }
 
 
