@@ -105,6 +105,7 @@ bench: install services mcp-servers
 	$(BIN)/toolsift perf --against 94a923d --rounds 3 --requests 400 --json benchmarks/results/against.json
 	$(BIN)/toolsift perf --gateway benchmarks/gateway-servers.json --catalog toolsift/data/default_catalog.yaml --calls 1000 \
 		--json benchmarks/results/gateway.json
+	$(BIN)/toolsift perf --curation --sizes 20000 --requests 400 --clients 20 --json benchmarks/results/curation-load.json
 	$(BIN)/toolsift security-bench --datasets $(DATASETS) --catalog toolsift/data/default_catalog.yaml \
 		--json benchmarks/results/security.json
 	$(BIN)/python benchmarks/results_md.py benchmarks/results/accuracy.json benchmarks/results/performance.json \
@@ -112,4 +113,4 @@ bench: install services mcp-servers
 		benchmarks/results/abstention.json benchmarks/results/accuracy-ensemble.json \
 		benchmarks/results/accuracy-minilm-ko.json benchmarks/results/backends.json \
 		benchmarks/results/accuracy-int8.json benchmarks/results/against.json benchmarks/results/gateway.json \
-		benchmarks/results/security.json > benchmarks/RESULTS.md
+		benchmarks/results/security.json benchmarks/results/curation-load.json > benchmarks/RESULTS.md

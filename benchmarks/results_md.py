@@ -16,6 +16,7 @@ from typing import Any
 from toolsift.bench.abstention import abstention_table
 from toolsift.bench.accuracy import DatasetResult
 from toolsift.bench.backends import backends_table
+from toolsift.bench.curation_load import curation_table
 from toolsift.bench.gateway import gateway_table
 from toolsift.bench.report import accuracy_tables, performance_tables
 from toolsift.bench.security import security_table
@@ -347,6 +348,23 @@ def gateway_section(document: dict[str, Any]) -> str:
     )
 
 
+def curation_section(document: dict[str, Any]) -> str:
+    return "\n".join(
+        [
+            "## Curation while routing",
+            "",
+            f"Command: `{document['command']}`",
+            "",
+            "A real `toolsift serve` over a synthetic catalog; one client sends fresh `/route` requests one at a "
+            "time, idle and then while the other clients ask for tool pages (80%), findings pages (15%) and the "
+            "map (5%) without pause, starting cold (the lint report of the whole catalog is computed during the "
+            "run). Clients and server share the host's 2 cores, so part of the slowdown is plain CPU contention.",
+            "",
+            curation_table(document),
+        ]
+    )
+
+
 def security_section(document: dict[str, Any]) -> str:
     return "\n".join(
         [
@@ -375,6 +393,8 @@ def _other_section(path: str) -> str:
         return gateway_section(document)
     if document.get("schema") == "toolsift-security/1":
         return security_section(document)
+    if document.get("schema") == "toolsift-curation-load/1":
+        return curation_section(document)
     if document.get("schema") == "toolsift-replicas/1":
         return replicas_section(document)
     if document.get("schema") == "toolsift-feedback-bench/1":

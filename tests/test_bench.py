@@ -507,3 +507,16 @@ def test_the_side_by_side_benchmark_sends_unseen_requests_and_reports_ratios() -
         "16 clients: throughput this / abc123 = **1.50×**" in table
         and "| this | 16 | 150.0 | 10.0 | 20.0 | 2.00 |" in table
     )
+
+
+@pytest.mark.slow
+def test_perf_curation_measures_routing_idle_and_under_curation(tmp_path: Path) -> None:
+    out = tmp_path / "curation.json"
+    args = ["perf", "--curation", "--sizes", "300", "--requests", "20", "--clients", "3", "--model", "hashing-64"]
+    result = CliRunner().invoke(main, [*args, "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    document = json.loads(out.read_text())
+    assert document["tools"] == 300 and document["curation_requests"] > 0
+    assert document["idle_ms"]["p95"] > 0 and document["under_curation_ms"]["p95"] > 0
+    assert document["p95_ratio"] == round(document["under_curation_ms"]["p95"] / document["idle_ms"]["p95"], 2)
+    assert "Route p95 under curation over idle" in result.output

@@ -352,6 +352,14 @@ def sessions_bench(
     "over calling the server directly with the same SDK client, and the tokens per turn of each --expose mode "
     "against listing every upstream tool.",
 )
+@click.option(
+    "--curation",
+    "curation_load",
+    is_flag=True,
+    help="Measure whether curation stalls routing: route p50/p95 idle and while --clients clients ask for tool "
+    "pages, findings and the map, on a synthetic catalog of the first --sizes size.",
+)
+@click.option("--clients", type=click.IntRange(1, 200), default=20, show_default=True, help="With --curation.")
 @click.option("--tool", default="echo", show_default=True, help="With --gateway: the tool to time.")
 @click.option(
     "--arguments", "tool_arguments", default='{"message": "hello"}', show_default=True,
@@ -373,10 +381,20 @@ def perf(
     sizes: str, query_count: int, kind: str, model: str | None, json_path: Path | None, report_dir: Path | None,
     compare_backends: bool, compare_replicas: bool, against: str | None, rounds: int, requests: int,
     gateway_servers: Path | None, tool: str, tool_arguments: str, calls: int, gateway_catalog: Path | None,
+    curation_load: bool, clients: int,
 ) -> None:  # fmt: skip
     """Measure build throughput, route latency (in-process, HTTP) and memory at several catalog sizes
     (or, with --backends, the torch and onnx embedding backends side by side; with --replicas, one
     replica against two; with --gateway, the MCP gateway)."""
+    if curation_load:
+        from toolsift.bench.curation_load import curation_table, run_curation_load
+
+        settings = Settings.from_env(None, model=model)
+        document = run_curation_load(parse_ks(sizes)[0], requests, clients, settings.model, click.echo)
+        document["command"] = command_line("perf")
+        click.echo(curation_table(document))
+        write_figures(json_path, document)
+        return
     if gateway_servers:
         from toolsift.bench.gateway import gateway_table, run_gateway
 
