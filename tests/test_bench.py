@@ -519,4 +519,5 @@ def test_perf_curation_measures_routing_idle_and_under_curation(tmp_path: Path) 
     assert document["tools"] == 300 and document["curation_requests"] > 0
     assert document["idle_ms"]["p95"] > 0 and document["under_curation_ms"]["p95"] > 0
     assert document["p95_ratio"] == round(document["under_curation_ms"]["p95"] / document["idle_ms"]["p95"], 2)
-    assert "Route p95 under curation over idle" in result.output
+    assert document["warm_curation_requests"] > 0 and document["under_warm_curation_ms"]["p95"] > 0
+    assert "under curation, warm" in result.output

@@ -37,7 +37,7 @@ def run_curation_load(
     catalog = synthetic_catalog(size)
     echo(f"building an index of {size:,} synthetic tools")
     router = Router.build(catalog, embedder_for(model, catalog))
-    queries = synthetic_queries(2 * requests + 20, seed=7)
+    queries = synthetic_queries(3 * requests + 20, seed=7)
     with tempfile.TemporaryDirectory(prefix="toolsift-curation-") as folder:
         index = router.save(Path(folder) / "index")
         with serving(index) as (url, _pid):
@@ -46,7 +46,7 @@ def run_curation_load(
             idle = _routes(url, queries[20 : 20 + requests])
             echo(f"under curation: {requests} routes while {clients} clients ask for curation views")
             stop = threading.Event()
-            served: list[int] = []
+            served = [0] * clients
             workers = [
                 threading.Thread(target=_curate, args=(url, catalog.names, stop, served, seed), daemon=True)
                 for seed in range(clients)
@@ -54,7 +54,15 @@ def run_curation_load(
             for worker in workers:
                 worker.start()
             try:
-                busy = _routes(url, queries[20 + requests :])
+                busy = _routes(url, queries[20 + requests : 20 + 2 * requests])  # cold: the lint report computing
+                cold_served = sum(served)
+                deadline = time.monotonic() + CURATION_TIMEOUT
+                while sum(served) < cold_served + 5 * clients and time.monotonic() < deadline:
+                    time.sleep(0.2)  # the report is ready: curation requests are answered now
+                echo(f"under curation, warm: {requests} routes while curation requests are answered")
+                warm_started = sum(served)
+                warm = _routes(url, queries[20 + 2 * requests :])
+                warm_served = sum(served) - warm_started
             finally:
                 stop.set()
                 for worker in workers:
@@ -67,8 +75,11 @@ def run_curation_load(
         "clients": clients,
         "idle_ms": idle,
         "under_curation_ms": busy,
-        "curation_requests": sum(served),
+        "curation_requests": cold_served,
+        "under_warm_curation_ms": warm,
+        "warm_curation_requests": warm_served,
         "p95_ratio": round(busy["p95"] / idle["p95"], 2),
+        "warm_p95_ratio": round(warm["p95"] / idle["p95"], 2),
     }
 
 
@@ -96,10 +107,10 @@ def _routes(url: str, queries: Sequence[str]) -> dict[str, float]:
 
 
 def _curate(url: str, names: Sequence[str], stop: threading.Event, served: list[int], seed: int) -> None:
-    """One curation client: tool pages mostly, findings and the map now and then, until ``stop``."""
+    """One curation client: tool pages mostly, findings and the map now and then, until ``stop``;
+    ``served[seed]`` counts its answers."""
     rng = random.Random(seed)
     connection = _connection(url)
-    count = 0
     try:
         while not stop.is_set():
             roll = rng.random()
@@ -111,27 +122,28 @@ def _curate(url: str, names: Sequence[str], stop: threading.Event, served: list[
                 path = "/catalog/map"
             connection.request("GET", path)
             connection.getresponse().read()
-            count += 1
+            served[seed] += 1
     except (OSError, http.client.HTTPException):
         pass  # the server stopped at the end of the run
     finally:
         connection.close()
-        served.append(count)
 
 
 def curation_table(document: dict[str, Any]) -> str:
-    idle, busy = document["idle_ms"], document["under_curation_ms"]
+    idle, busy, warm = document["idle_ms"], document["under_curation_ms"], document["under_warm_curation_ms"]
     return "\n".join(
         [
-            f"{document['tools']:,} tools, {document['requests']} routes each way, {document['clients']} curation "
-            f"clients ({document['curation_requests']} curation requests served meanwhile):",
+            f"{document['tools']:,} tools, {document['requests']} routes per row, {document['clients']} curation clients:",
             "",
-            "| routing | p50 ms | p95 ms |",
-            "| --- | ---: | ---: |",
-            f"| idle | {idle['p50']} | {idle['p95']} |",
-            f"| under curation | {busy['p50']} | {busy['p95']} |",
+            "| routing | curation requests answered meanwhile | p50 ms | p95 ms | p95 / idle |",
+            "| --- | ---: | ---: | ---: | ---: |",
+            f"| idle | – | {idle['p50']} | {idle['p95']} | 1 |",
+            f"| under curation, cold (the lint report computing) | {document['curation_requests']} | {busy['p50']} "
+            f"| {busy['p95']} | **{document['p95_ratio']}×** |",
+            f"| under curation, warm (pages answered) | {document['warm_curation_requests']} | {warm['p50']} "
+            f"| {warm['p95']} | **{document['warm_p95_ratio']}×** |",
             "",
-            f"Route p95 under curation over idle: **{document['p95_ratio']}×** (aim: within 2×).",
+            "Aim: within 2× idle.",
             "",
         ]
     )

@@ -676,7 +676,27 @@ def lint_catalog(
     k: int = 5,
     closeness: float = CONFUSABLE_CLOSENESS,
     count_tokens: Callable[[str], int] | None = None,
+    static: tuple[list[Finding], dict[str, int]] | None = None,
 ) -> LintReport:
+    """Every check; ``static``: the catalog-only findings and token counts, computed elsewhere
+    (``static_checks``, in another process for a large catalog)."""
+    findings, tokens = static if static is not None else static_checks(catalog, count_tokens)
+    findings = list(findings)
+    accuracy = None
+    if router is not None:
+        findings += [*check_model_language(router), *check_confusable(router, closeness)]
+        if queries:
+            found, accuracy = check_queries(router, queries, k)
+            findings += found
+    findings.sort(key=lambda f: (SEVERITIES.index(f.severity), f.code, f.tools))
+    return LintReport(catalog.source, len(catalog), findings, tokens, accuracy)
+
+
+def static_checks(
+    catalog: Catalog, count_tokens: Callable[[str], int] | None = None
+) -> tuple[list[Finding], dict[str, int]]:
+    """The checks that read the catalog alone (pure Python: seconds on a large catalog), and
+    each tool's token cost."""
     tokens = schema_tokens(catalog, count_tokens)
     findings = [
         *check_security(catalog),
@@ -686,14 +706,7 @@ def lint_catalog(
         *check_examples(catalog),
         *check_token_cost(tokens),
     ]
-    accuracy = None
-    if router is not None:
-        findings += [*check_model_language(router), *check_confusable(router, closeness)]
-        if queries:
-            found, accuracy = check_queries(router, queries, k)
-            findings += found
-    findings.sort(key=lambda f: (SEVERITIES.index(f.severity), f.code, f.tools))
-    return LintReport(catalog.source, len(catalog), findings, tokens, accuracy)
+    return findings, tokens
 
 
 def default_token_counter() -> Callable[[str], int]:

@@ -7,21 +7,28 @@ each request sees one consistent index even while a reload lands.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import logging
+import multiprocessing
 import os
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from cachetools import LRUCache
 
+from toolsift.catalog import Catalog
 from toolsift.catalog.queries import load_queries
 from toolsift.curation import LintReport, lint_catalog
+from toolsift.curation.lint import Finding, static_checks
 from toolsift.embeddings.batching import set_max_batch
 from toolsift.embeddings.onnx_runtime import set_threads
 from toolsift.errors import FeedbackRateLimited, FeedbackRefused, NotAGateway, NotReady, ToolCallRefused
@@ -42,7 +49,8 @@ if TYPE_CHECKING:  # imported when used: a service without MCP sources or Redis 
     from toolsift.service.replicas import Replicas
 
 logger = logging.getLogger("toolsift.service")
-CURATION_THREADS = 2
+CURATION_THREADS = 1
+CURATION_NICENESS = 15
 T = TypeVar("T")
 
 
@@ -112,8 +120,11 @@ class ServiceState:
     """GET /deferred's ETag and body by (catalog fingerprint, tenant, format, rules)."""
     catalog_maps: LRUCache[tuple[str, str], dict[str, Any]] = field(default_factory=lambda: LRUCache(8))
     """GET /catalog/map's projection by (catalog fingerprint, tenant); feedback counts are added per request."""
-    curation_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(CURATION_THREADS))
-    """The threads curation views (lint, tool pages, the map) may use at once: never the route's."""
+    curation_pool: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(CURATION_THREADS, "toolsift-curation", initializer=lower_priority)
+    )
+    """The threads curation views (lint, tool pages, the map) run on: never the route's, and at a
+    lower CPU priority, so a long lint report leaves the cores to routing first."""
     operator_scopes: LRUCache[str, Scope] = field(default_factory=lambda: LRUCache(2))
     feedback_times: LRUCache[str, deque[float]] = field(default_factory=lambda: LRUCache(100_000))
     """When each contributor last sent feedback (the last minute's), for TOOLSIFT_FEEDBACK_RATE."""
@@ -166,7 +177,8 @@ class ServiceState:
         with self._lint_lock:
             report = self.lint_reports.get(fingerprint)
             if report is None:
-                report = lint_catalog(current.catalog, current, self.labelled_queries(current))
+                static = static_checks_apart(current.catalog) if len(current.catalog) >= LINT_APART else None
+                report = lint_catalog(current.catalog, current, self.labelled_queries(current), static=static)
                 self.lint_reports[fingerprint] = report  # the previous catalog's goes
             return report
 
@@ -185,6 +197,7 @@ class ServiceState:
             return
 
         def compute() -> None:
+            lower_priority()
             try:
                 self.lint_report()
             except Exception:  # noqa: BLE001 - the page computes it again on demand and shows the error
@@ -194,9 +207,9 @@ class ServiceState:
 
     async def off_the_route_path(self, work: Callable[[], T]) -> T:
         """Run curation work (a lint report of seconds on a large catalog, a map) on at most
-        ``CURATION_THREADS`` threads: a crowd of curation requests waits for those, without
-        holding the worker threads that routes run on."""
-        return await anyio.to_thread.run_sync(work, limiter=self.curation_limiter)
+        ``CURATION_THREADS`` threads of lower CPU priority: a crowd of curation requests waits for
+        those, without holding the worker threads that routes run on."""
+        return await asyncio.wrap_future(self.curation_pool.submit(work))
 
     def tenant_from_headers(self, headers: Mapping[str, str] | None) -> TenantSpec | None:
         """The tenant whose key a request's headers carry (``X-API-Key`` or ``Authorization:
@@ -334,6 +347,28 @@ class ServiceState:
         return os.path.realpath(path), manifest.stat().st_mtime if manifest.exists() else 0.0
 
 
+SWITCH_INTERVAL = 0.001
+"""Seconds a thread holding the interpreter lock keeps it while another waits (Python's default:
+0.005): a route waiting behind curation work (tool pages) gets it back sooner."""
+LINT_APART = 2_000
+"""Catalogs this large have their static lint checks computed in another process: seconds of pure
+Python would otherwise hold the interpreter lock the routes need (their p95 went ~10x)."""
+
+
+def static_checks_apart(catalog: Catalog) -> tuple[list[Finding], dict[str, int]]:
+    """``static_checks`` in a child process (spawned: no lock of this threaded server is copied)."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        return pool.submit(static_checks, catalog).result()
+
+
+def lower_priority() -> None:
+    """Lower the calling thread's CPU priority (Linux schedules threads on their own; elsewhere
+    nothing changes)."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), CURATION_NICENESS)
+
+
 def _matches(key: str | None, secret: str | None) -> bool:
     """``key`` is ``secret`` (in constant time; a header may hold any byte)."""
     if not key or not secret:
@@ -349,3 +384,4 @@ def tune_for_serving(settings: Settings) -> None:
     single_threaded_queries()
     set_threads(settings.embedding_threads, spinning=False)
     set_max_batch(settings.query_batch)
+    sys.setswitchinterval(SWITCH_INTERVAL)

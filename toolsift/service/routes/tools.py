@@ -6,6 +6,7 @@ import functools
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
 
 from toolsift.catalog import Tool
 from toolsift.catalog.names import wire_name
@@ -14,6 +15,7 @@ from toolsift.curation.views import tool_page
 from toolsift.errors import ToolNotFound
 from toolsift.router import TagRules, format_tool
 from toolsift.service.dependencies import State, Tenant
+from toolsift.service.responses import JSONBytes
 from toolsift.service.routes.curation import lint_report
 from toolsift.service.schemas import Format, ToolDetail, ToolPage
 from toolsift.service.state import ServiceState
@@ -32,13 +34,19 @@ def _searchable(tool: Tool) -> str:
     summary="One tool: its definition in each format, token costs, findings, neighbours",
     response_model=ToolDetail,
 )
-async def tool(name: str, request: Request, state: State, tenant: Tenant) -> dict[str, Any]:
+async def tool(name: str, request: Request, state: State, tenant: Tenant) -> Response:
     """``name`` is the catalog name or the name sent to providers. A tool the caller's tenant
     cannot see is unknown (404), with suggestions from its own tools only. The latest feedback
     requests (others' words) are shown to the admin and to a tenant (its own); to anyone else,
     their count only."""
     readable = tenant is not None or state.is_admin(key_from_headers(request.headers))
-    return await state.off_the_route_path(lambda: tool_detail(state, tenant, name, readable))
+
+    def rendered() -> Response:  # built and serialised on a curation thread, never the event loop routes share
+        return JSONBytes(
+            ToolDetail.model_validate(tool_detail(state, tenant, name, readable)).model_dump(mode="json", by_alias=True)
+        )
+
+    return await state.off_the_route_path(rendered)
 
 
 def tool_detail(state: ServiceState, tenant: TenantSpec | None, name: str, readable: bool = True) -> dict[str, Any]:
