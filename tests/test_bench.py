@@ -516,8 +516,8 @@ def test_perf_curation_measures_routing_idle_and_under_curation(tmp_path: Path) 
     result = CliRunner().invoke(main, [*args, "--json", str(out)])
     assert result.exit_code == 0, result.output
     document = json.loads(out.read_text())
-    assert document["tools"] == 300 and document["curation_requests"] > 0
+    assert document["tools"] == 300 and document["curation_answered"] >= 5 * 3  # the warm phase waited for answers
     assert document["idle_ms"]["p95"] > 0 and document["under_curation_ms"]["p95"] > 0
     assert document["p95_ratio"] == round(document["under_curation_ms"]["p95"] / document["idle_ms"]["p95"], 2)
-    assert document["warm_curation_requests"] > 0 and document["under_warm_curation_ms"]["p95"] > 0
+    assert document["under_warm_curation_ms"]["p95"] > 0
     assert "under curation, warm" in result.output

@@ -67,6 +67,7 @@ def run_curation_load(
                 stop.set()
                 for worker in workers:
                     worker.join(timeout=CURATION_TIMEOUT)
+            answered = sum(served)
     return {
         "schema": "toolsift-curation-load/1",
         "tools": size,
@@ -78,6 +79,7 @@ def run_curation_load(
         "curation_requests": cold_served,
         "under_warm_curation_ms": warm,
         "warm_curation_requests": warm_served,
+        "curation_answered": answered,
         "p95_ratio": round(busy["p95"] / idle["p95"], 2),
         "warm_p95_ratio": round(warm["p95"] / idle["p95"], 2),
     }
