@@ -6,7 +6,6 @@ constant time, with toolsift's own error bodies (``auto_error=False``)."""
 
 from __future__ import annotations
 
-import hmac
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -42,10 +41,7 @@ Tenant = Annotated[TenantSpec | None, Depends(get_tenant)]
 
 def require_admin(state: State, bearer: Bearer) -> None:
     """Admin endpoints need ``Authorization: Bearer <TOOLSIFT_ADMIN_TOKEN>``; they are off without one."""
-    expected = state.settings.admin_token
-    if not expected:
+    if not state.settings.admin_token:
         raise AdminDisabled()
-    token = bearer.credentials if bearer is not None else None
-    # compared as bytes: a header may hold any byte, and compare_digest refuses non-ASCII str
-    if token is None or not hmac.compare_digest(token.encode("utf-8", "surrogateescape"), expected.encode()):
+    if not state.is_admin(bearer.credentials if bearer is not None else None):
         raise Unauthorized()

@@ -370,7 +370,8 @@ def lower_priority() -> None:
 
 
 def _matches(key: str | None, secret: str | None) -> bool:
-    """``key`` is ``secret`` (in constant time; a header may hold any byte)."""
+    """``key`` is ``secret``, in constant time (compared as bytes: a header may hold any byte, and
+    compare_digest refuses non-ASCII str)."""
     if not key or not secret:
         return False
     return hmac.compare_digest(key.encode("utf-8", "surrogateescape"), secret.encode())
