@@ -58,3 +58,11 @@ def test_another_process_approving_is_seen_and_a_broken_file_is_refused(tmp_path
     path.write_text("{ broken")
     with pytest.raises(CatalogError, match="approvals file is not valid.*delete it to pin"):
         serving.reload()
+
+
+def test_two_processes_approving_at_once_keep_both_approvals(tmp_path: Path) -> None:
+    path = tmp_path / "approvals.json"
+    one, two = Approvals(path), Approvals(path)  # two processes, each with the file as it was
+    one.pin("srv", [tool("first", "One.")], by="worker 1")
+    two.pin("srv", [tool("second", "Two.")], by="toolsift approve")  # its copy was stale: merged, not overwritten
+    assert set(json.loads(path.read_text())["servers"]["srv"]) == {"first", "second"}

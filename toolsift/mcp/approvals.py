@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from filelock import FileLock
 
 from toolsift.catalog import Tool
 from toolsift.errors import CatalogError
@@ -70,13 +71,13 @@ class Approvals:
 
     # -- the file ----------------------------------------------------------------------------
 
-    def reload(self) -> bool:
-        """Read the file again if it changed; True when it did."""
+    def reload(self, *, force: bool = False) -> bool:
+        """Read the file again if it changed (or ``force``); True when it did."""
         try:
             mtime = self.path.stat().st_mtime
         except FileNotFoundError:
             mtime = None
-        if mtime == self._seen and self._seen is not None:
+        if mtime == self._seen and self._seen is not None and not force:
             return False
         pins: dict[str, dict[str, dict[str, Any]]] = {}
         if mtime is not None:
@@ -108,14 +109,19 @@ class Approvals:
             return dict(self._pins.get(server, {}))
 
     def pin(self, server: str, tools: list[tuple[str, Tool]], by: str) -> list[str]:
-        """Approve ``tools`` (upstream name, definition) of ``server`` as they are; the names pinned."""
-        with self._lock:
-            pins = self._pins.setdefault(server, {})
-            when = datetime.now(UTC).isoformat(timespec="seconds")
-            for name, tool in tools:
-                pins[name] = {"hash": definition_hash(tool), "definition": tool.model_dump(mode="json"),
-                              "approved_at": when, "by": by}  # fmt: skip
-            self._save()
+        """Approve ``tools`` (upstream name, definition) of ``server`` as they are; the names pinned.
+        Under the file's lock, on top of what is in the file now: another process's approval made
+        meanwhile (``toolsift approve``, another worker) is kept, never overwritten."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.path) + ".lock"):
+            self.reload(force=True)
+            with self._lock:
+                pins = self._pins.setdefault(server, {})
+                when = datetime.now(UTC).isoformat(timespec="seconds")
+                for name, tool in tools:
+                    pins[name] = {"hash": definition_hash(tool), "definition": tool.model_dump(mode="json"),
+                                  "approved_at": when, "by": by}  # fmt: skip
+                self._save()
         return [name for name, _ in tools]
 
     def review(self, server: str, tools: list[tuple[str, Tool]], accept: bool) -> tuple[list[Tool], list[Held]]:
