@@ -288,12 +288,16 @@ def test_abstention_curve_on_a_tiny_dataset(tiny_dataset: Path) -> None:
 
     dataset = load_dataset(tiny_dataset / "tools.jsonl", tiny_dataset / "queries.jsonl")
     router = Router.build(dataset.catalog, HashingEmbedder(64))
-    result = run_abstention(dataset, router, k=8, thresholds=(-1000.0, 1000.0))
-    low, high = result["rows"]
-    # k covers the whole catalog: every answerable query finds its tool; the no-tool one never can
-    assert result["answerable_hit"] == 1.0 and low["recall_kept"] == 1.0 and low["abstained"] == 0.0
-    assert high["recall_kept"] == 0.0 and high["abstained"] == 1.0  # a threshold no score reaches
-    assert "| tiny | 4 |" in abstention_table([result])
+    no_tool = {"en": ["write me a haiku about the sea", "thanks!"], "de": ["danke schön"]}
+    result = run_abstention(dataset, router, k=2, thresholds=(0.0, 1.0), no_tool=no_tool)
+    never, always = result["rows"]
+    # threshold 0 keeps every match: nothing lost, nothing abstains; 1 is a confidence nothing reaches
+    assert never["recall_change"] == 0.0 and never["abstained_generic"] == 0.0 and never["prefix_changed"] > 0
+    assert always["abstained_generic"] == 1.0 and always["abstained_de"] == 1.0 and always["prefix_changed"] == 0.0
+    assert always["recall_change"] < 0.0 and always["mean_tools"] == 0.0
+    assert result["reliability"]["matches"] > 0 and 0.0 <= result["reliability"]["ece"] <= 1.0
+    table = abstention_table([result])
+    assert "### tiny" in table and "| 0.1 |" not in table and "abstain: de" in table
 
 
 @pytest.mark.model
@@ -303,11 +307,13 @@ def test_abstention_bench_command(tmp_path: Path, tiny_dataset: Path) -> None:
     assert result.exit_code == 0, result.output
     document = json.loads(out.read_text())
     rows = document["results"][0]["rows"]
-    assert document["schema"] == "toolsift-abstention/1" and len(rows) >= 5
+    assert document["schema"] == "toolsift-abstention/2" and len(rows) >= 5
+    # a higher threshold never keeps more, and never abstains on fewer (the default no-tool set, 4 languages)
     assert all(
-        a["recall_kept"] >= b["recall_kept"] and a["abstained"] <= b["abstained"]
+        a["recall_change"] >= b["recall_change"] and a["abstained_generic"] <= b["abstained_generic"]
         for a, b in zip(rows, rows[1:], strict=False)
     )
+    assert {"abstained_en", "abstained_de", "abstained_es", "abstained_ko"} <= set(rows[0])
 
 
 def test_results_md_marks_each_accuracy_goal() -> None:

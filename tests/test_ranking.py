@@ -102,7 +102,7 @@ def test_word_forms_and_parameter_details_are_matched() -> None:
 
 
 def test_weight_zero_is_plain_dense_order(constant_router: Router) -> None:
-    dense = Router(constant_router.index, constant_router.embedder, RankingConfig(lexical_weight=0))
+    dense = Router(constant_router.index, constant_router.embedder, RankingConfig(lexical_weight=0, min_confidence=0))
     result = dense.route("please refund this payment", k=4)
     assert result.names == [
         "get_weather",

@@ -195,6 +195,12 @@ def build(
 )
 @click.option("--min-score", type=float, help="Drop tools whose ranking score is below this.")
 @click.option(
+    "--min-confidence",
+    type=click.FloatRange(0, 1),
+    help="Print no tools when the best is less likely than this to serve QUERY; 0 never abstains "
+    "[default: TOOLSIFT_MIN_CONFIDENCE].",
+)
+@click.option(
     "--lexical-weight",
     type=click.FloatRange(0, 10),
     help=f"Weight of the standardised BM25 part of the score; 0 = dense only [default: {DEFAULT_LEXICAL_WEIGHT}].",
@@ -221,6 +227,7 @@ def route(
     access: Access,
     pinned: tuple[str, ...],
     min_score: float | None,
+    min_confidence: float | None,
     lexical_weight: float | None,
     split_intents: bool | None,
     output_format: OutputFormat | None,
@@ -231,8 +238,8 @@ def route(
     router = Router.load(settings.index_path, ranking=settings.ranking(), backend=settings.backend)
     rules = TagRules.parse(tags, all_tags, exclude_tags, access=access)
     query_ = RouteQuery(
-        query, k, rules, output_format=output_format or "toolsift", min_score=min_score, pinned=pinned,
-        split_intents=split_intents,
+        query, k, rules, output_format=output_format or "toolsift", min_score=min_score,
+        min_confidence=min_confidence, pinned=pinned, split_intents=split_intents,
     )  # fmt: skip
     delivered = answer(router, query_, Caller.anyone(router.catalog))
     result = delivered.result
@@ -247,7 +254,7 @@ def route(
         sys.stdout.write(orjson.dumps(definitions, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
         return
     if not result.matches:
-        click.echo(f"no tool fits (of {result.eligible} eligible)")
+        click.echo(f"no tool: {result.reason}" if result.abstained else f"no tool fits (of {result.eligible} eligible)")
         for tool in result.pinned:
             click.echo(f"pinned  {tool.name}  {tool.description}")
         return

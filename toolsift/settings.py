@@ -20,6 +20,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSetti
 from toolsift.embeddings import AUTO_MODEL, DEFAULT_BACKEND
 from toolsift.errors import SettingsError
 from toolsift.index import INDEX_KINDS
+from toolsift.router.confidence import DEFAULT_MIN_CONFIDENCE
 from toolsift.router.ranking import DEFAULT_INTENT_MIN_SCORE, DEFAULT_LEXICAL_WEIGHT
 from toolsift.router.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_CAP, DEFAULT_SESSION_TTL_SECONDS
 
@@ -61,6 +62,7 @@ class Settings(BaseSettings):
     split_intents: bool = True
     """Route each part of a multi-part request too (see toolsift.router.intents)."""
     intent_min_score: float = Field(DEFAULT_INTENT_MIN_SCORE, ge=-100.0, le=100.0, allow_inf_nan=False)
+    min_confidence: float = Field(DEFAULT_MIN_CONFIDENCE, ge=0.0, le=1.0, allow_inf_nan=False)
     """A part's best tool joins the matches when it scores at least this for its part."""
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
     log_format: Literal["json", "text"] = "json"
@@ -175,7 +177,10 @@ class Settings(BaseSettings):
         from toolsift.router import RankingConfig
 
         return RankingConfig(
-            self.lexical_weight, split_intents=self.split_intents, intent_min_score=self.intent_min_score
+            self.lexical_weight,
+            split_intents=self.split_intents,
+            intent_min_score=self.intent_min_score,
+            min_confidence=self.min_confidence,
         )
 
 
@@ -195,6 +200,7 @@ EXPECTED: dict[str, str] = {
     "query_batch": "a number of queries from 1 (no batching) to 1024",
     "lexical_weight": "a number from 0 (dense only) to 10",
     "intent_min_score": "a number of standard deviations from -100 to 100",
+    "min_confidence": "a probability from 0 (never abstain) to 1",
     "split_intents": "true or false",
     "log_level": "one of " + ", ".join(LOG_LEVELS),
     "log_format": "json or text",

@@ -85,6 +85,14 @@ class RouteRequest(WireModel):
         le=100.0,
         description="Drop tools whose ranking score (in standard deviations) is below this",
     )
+    min_confidence: float | None = Field(
+        default=None,
+        allow_inf_nan=False,
+        ge=0.0,
+        le=1.0,
+        description="Abstain (no tools, abstained: true) when the best match is less likely than this to serve "
+        "the request; null: the server's setting (TOOLSIFT_MIN_CONFIDENCE); 0: never abstain",
+    )
     split_intents: bool | None = Field(
         default=None,
         description="Route each part of a multi-part request too (see README, Ranking); null: the server's "
@@ -161,6 +169,9 @@ class MatchOut(WireModel):
         description="For a multi-part request, the part this tool was selected for (the scores are that part's); "
         "null when selected for the whole query",
     )
+    confidence: float = Field(
+        default=1.0, description="Probability that this tool serves the request, calibrated for the catalog"
+    )
 
 
 class SessionOut(WireModel):
@@ -190,6 +201,12 @@ class RouteResponse(WireModel):
     catalog_fingerprint: str
     eligible: int = Field(description="Tools left after tag and access rules")
     k: int
+    abstained: bool = Field(
+        default=False,
+        description="No tool was likely enough to serve the request (min_confidence): no matches; pinned tools "
+        "still come, and a session's tools are left as they were",
+    )
+    reason: str | None = Field(default=None, description="Why the answer abstained; present only when it did")
     format: OutputFormat
     delivery: Delivery
     session: SessionOut | None = None

@@ -1,94 +1,198 @@
-"""Abstention: can a score threshold tell "no tool fits" from "this tool fits"?
+"""Abstention: does toolsift say "no tool" when none fits, and keep the tools when one does?
 
-Each query with relevant tools is asked twice: once against the whole catalog (answerable: its
-relevant tools are there) and once with its relevant tools taken out of reach through the router's
-scope (no tool fits, by construction). Queries the dataset labels with no tool (``relevant: []``)
-are asked once, against the whole catalog, as real no-tool requests. For each threshold on the top
-match's score (``min_score``), the figures are the share of answerable queries that keep a relevant
-tool in the top K (recall kept), the share of constructed no-tool queries that return nothing
-(abstained) and, where the dataset has them, the same for its labelled no-tool queries (abstained
-native). Taking only the relevant tools out leaves their near-duplicates in, so the constructed
-side is a hard, pessimistic case. Queries over the router's length limit are left out (the router
-refuses them).
+Per dataset, every sampled query with relevant tools is routed three ways, all with
+``min_confidence`` 0 so that each threshold of a sweep is applied afterwards to the same matches
+(``confidence.abstention``, the router's own rule, adaptive k included):
+
+- **answerable**: against the whole catalog. Recall@5 at a threshold, minus Recall@5 with no
+  abstention, on the same queries (paired interval);
+- **relevant removed**: with its relevant tools taken out of reach (the router's scope), so no tool
+  fits by construction; their near-duplicates stay in, a hard and pessimistic case. The share
+  that abstains;
+- and the **generic no-tool requests** of ``benchmarks/abstention/no_tool_eval.yaml`` (small talk,
+  creative writing, opinions, explanations, reasoning, advice; English, German, Spanish, Korean;
+  none of them in the set toolsift calibrates on): the share that abstains, per language.
+
+**Session prefix**: for each generic no-tool request, a session whose previous turn delivered an
+answerable query's tools; the prefix changes when the no-tool turn delivers a tool the session
+did not have. **Calibration**: the top-5 matches of answerable queries binned by confidence; per
+bin the mean confidence against the share that is relevant (reliability table), and the expected
+calibration error (the bins' gaps weighted by their share of matches).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import random
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 from toolsift.bench.datasets import Dataset
+from toolsift.bench.metrics import interval95, recall_at
 from toolsift.router import Router, Scope
+from toolsift.router.confidence import DEFAULT_MIN_CONFIDENCE, abstention
 
-THRESHOLDS = (0.0, 2.0, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0)
+THRESHOLDS = (0.0, 0.05, 0.1, 0.125, 0.15, 0.2, 0.3, 0.5)
+NO_TOOL_EVAL = Path(__file__).resolve().parents[2] / "benchmarks" / "abstention" / "no_tool_eval.yaml"
+BINS = 10
+
+Routed = list[tuple[str, float]]
+"""A routed query's matches, best first: (tool name, confidence)."""
+
+
+def generic_no_tool(path: Path = NO_TOOL_EVAL) -> dict[str, list[str]]:
+    """The benchmark's no-tool requests by language."""
+    loaded: dict[str, list[str]] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return loaded
 
 
 def run_abstention(
-    dataset: Dataset, router: Router, k: int = 5, thresholds: Sequence[float] = THRESHOLDS
+    dataset: Dataset,
+    router: Router,
+    k: int = 5,
+    thresholds: Sequence[float] = THRESHOLDS,
+    no_tool: dict[str, list[str]] | None = None,
 ) -> dict[str, Any]:
+    queries = [query for query in dataset.queries if query.routable and query.relevant]
     everything = np.arange(len(dataset.catalog), dtype=np.int64)
-    answerable: list[tuple[float, bool]] = []  # (top score, a relevant tool in the top k)
-    no_tool: list[float] = []
-    native: list[float] = []
-    for query in dataset.queries:
-        if not query.routable:
-            continue
-        result = router.route(query.text, k)
-        top = result.matches[0].score if result.matches else float("-inf")
-        if not query.relevant:
-            native.append(top)
-            continue
-        answerable.append((top, bool(set(query.relevant) & set(result.names))))
+    answerable: list[tuple[Routed, tuple[str, ...]]] = []
+    removed: list[Routed] = []
+    for query in queries:
+        answerable.append((_routed(router, query.text, k), query.relevant))
         hidden = np.asarray(sorted(dataset.catalog.position(name) for name in query.relevant), dtype=np.int64)
-        scope = np.setdiff1d(everything, hidden, assume_unique=True)
-        blind = router.route(query.text, k, scope=Scope.of(router.catalog, scope))
-        no_tool.append(blind.matches[0].score if blind.matches else float("-inf"))
-    rows = []
-    for threshold in thresholds:
-        row = {
-            "min_score": threshold,
-            "recall_kept": _share(found and top >= threshold for top, found in answerable),
-            "abstained": _share(top < threshold for top in no_tool),
-        }
-        if native:
-            row["abstained_native"] = _share(top < threshold for top in native)
-        rows.append(row)
+        scope = Scope.of(router.catalog, np.setdiff1d(everything, hidden, assume_unique=True))
+        removed.append(_routed(router, query.text, k, scope))
+    generic = {language: [_routed(router, text, k) for text in texts] for language, texts in (no_tool or {}).items()}
+    rows = [_row(threshold, answerable, removed, generic, k) for threshold in thresholds]
     return {
         "dataset": dataset.name,
+        "tools": len(dataset.catalog),
         "queries": len(answerable),
-        "no_tool_queries": len(native),
+        "generic_no_tool": {language: len(texts) for language, texts in generic.items()},
         "left_out_too_long": sum(not query.routable for query in dataset.queries),
         "k": k,
-        "answerable_hit": _share(found for _, found in answerable),
         "rows": rows,
+        "reliability": reliability(answerable),
     }
 
 
-def _share(flags: Iterable[bool]) -> float:
+def _routed(router: Router, text: str, k: int, scope: Scope | None = None) -> Routed:
+    result = router.route(text, k, min_confidence=0.0, scope=scope)
+    return [(match.name, match.confidence) for match in result.matches]
+
+
+def _kept(routed: Routed, threshold: float) -> list[str]:
+    keep, _ = abstention([confidence for _, confidence in routed], threshold)
+    return [routed[i][0] for i in keep]
+
+
+def _row(
+    threshold: float,
+    answerable: Sequence[tuple[Routed, tuple[str, ...]]],
+    removed: Sequence[Routed],
+    generic: dict[str, list[Routed]],
+    k: int,
+) -> dict[str, Any]:
+    lost = [
+        recall_at(_kept(routed, threshold), relevant, k) - recall_at([n for n, _ in routed], relevant, k)
+        for routed, relevant in answerable
+    ]
+    row: dict[str, Any] = {
+        "min_confidence": threshold,
+        "recall_change": float(np.mean(lost)) if lost else 0.0,
+        "recall_change_interval": interval95(lost),
+        "mean_tools": float(np.mean([len(_kept(routed, threshold)) for routed, _ in answerable]))
+        if answerable
+        else 0.0,
+        "abstained_removed": _share(not _kept(routed, threshold) for routed in removed),
+    }
+    for language, routed_all in generic.items():
+        row[f"abstained_{language}"] = _share(not _kept(routed, threshold) for routed in routed_all)
+    everyone = [routed for routed_all in generic.values() for routed in routed_all]
+    if everyone:
+        row["abstained_generic"] = _share(not _kept(routed, threshold) for routed in everyone)
+        row["prefix_changed"] = _prefix_changed(everyone, answerable, threshold)
+    return row
+
+
+def _prefix_changed(no_tool: Sequence[Routed], answerable: Sequence[tuple[Routed, Any]], threshold: float) -> float:
+    """Share of no-tool turns that add a tool to a session whose previous turn was answerable."""
+    pick = random.Random(0)
+    changed = []
+    for routed in no_tool:
+        before, _ = answerable[pick.randrange(len(answerable))] if answerable else ([], ())
+        had = set(_kept(before, threshold)) if before else set()
+        changed.append(bool(set(_kept(routed, threshold)) - had))
+    return _share(changed)
+
+
+def reliability(answerable: Sequence[tuple[Routed, tuple[str, ...]]], bins: int = BINS) -> dict[str, Any]:
+    """Mean confidence and share relevant per confidence bin, over the top-k matches."""
+    pairs = [(confidence, name in relevant) for routed, relevant in answerable for name, confidence in routed]
+    if not pairs:
+        return {"matches": 0, "ece": 0.0, "bins": []}
+    confidence = np.array([p for p, _ in pairs])
+    relevant = np.array([float(r) for _, r in pairs])
+    where = np.minimum((confidence * bins).astype(int), bins - 1)
+    table, error = [], 0.0
+    for b in range(bins):
+        inside = where == b
+        if not inside.any():
+            continue
+        gap = abs(float(confidence[inside].mean()) - float(relevant[inside].mean()))
+        error += float(inside.mean()) * gap
+        table.append(
+            {
+                "from": b / bins,
+                "to": (b + 1) / bins,
+                "matches": int(inside.sum()),
+                "confidence": float(confidence[inside].mean()),
+                "relevant": float(relevant[inside].mean()),
+            }
+        )
+    return {"matches": len(pairs), "ece": error, "bins": table}
+
+
+def _share(flags: Any) -> float:
     values = list(flags)
     return float(np.mean(values)) if values else 0.0
 
 
 def abstention_table(results: Sequence[dict[str, Any]]) -> str:
-    thresholds = [row["min_score"] for row in results[0]["rows"]]
-    native = any(result.get("no_tool_queries") for result in results)
-    lines = [
-        "| dataset | queries | " + " | ".join(f"min_score {t:g}" for t in thresholds) + " |",
-        "| --- | ---: | " + " | ".join("---:" for _ in thresholds) + " |",
-    ]
+    """The sweep per dataset: one row per threshold, the default marked."""
+    out = []
     for result in results:
-        cells = [
-            f"{row['recall_kept']:.2f} / {row['abstained']:.2f}"
-            + (f" / {row['abstained_native']:.2f}" if "abstained_native" in row else "")
-            for row in result["rows"]
-        ]
-        count = f"{result['queries']}" + (
-            f" + {result['no_tool_queries']} no-tool" if result.get("no_tool_queries") else ""
+        languages = list(result["generic_no_tool"])
+        out.append(f"### {result['dataset']} ({result['tools']} tools, {result['queries']} answerable queries)\n")
+        head = ["min_confidence", "Recall@5 change", "tools sent", "abstain: relevant removed", "abstain: generic"]
+        head += [f"abstain: {language}" for language in languages] + ["session prefix changed"]
+        out.append("| " + " | ".join(head) + " |")
+        out.append("|" + "---:|" * len(head))
+        for row in result["rows"]:
+            mark = " (default)" if abs(row["min_confidence"] - DEFAULT_MIN_CONFIDENCE) < 1e-9 else ""
+            cells = [
+                f"{row['min_confidence']:g}{mark}",
+                f"{row['recall_change']:+.3f} ± {row['recall_change_interval']:.3f}",
+                f"{row['mean_tools']:.2f}",
+                f"{row['abstained_removed']:.2f}",
+                f"{row.get('abstained_generic', 0.0):.2f}",
+            ]
+            cells += [f"{row[f'abstained_{language}']:.2f}" for language in languages]
+            cells.append(f"{row.get('prefix_changed', 0.0):.2f}")
+            out.append("| " + " | ".join(cells) + " |")
+        bins = result["reliability"]["bins"]
+        out.append(
+            f"\nReliability of the top-{result['k']} matches' confidence ({result['reliability']['matches']} matches, "
+            f"expected calibration error {result['reliability']['ece']:.3f}): "
+            + ", ".join(f"{b['confidence']:.2f}→{b['relevant']:.2f} (n={b['matches']})" for b in bins)
+            + "\n"
         )
-        lines.append(f"| {result['dataset']} | {count} | " + " | ".join(cells) + " |")
-    legend = "hit rate kept on answerable queries / share of no-tool queries (relevant tools taken out) answered with nothing"
-    if native:
-        legend += " / the same for the dataset's queries labelled with no tool (where it has them)"
-    return "\n".join(lines) + f"\n\nEach cell: {legend}.\n"
+    legend = (
+        "Recall@5 change: against no abstention on the same queries (95% interval, paired). Abstain: share of "
+        "no-tool requests answered with no tools. Session prefix changed: share of generic no-tool turns that "
+        "added a tool to the session. Reliability: mean confidence → share relevant, per confidence bin."
+    )
+    return "\n".join(out) + "\n" + legend + "\n"

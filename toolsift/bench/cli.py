@@ -209,23 +209,35 @@ def bench(
     help="Seeded sample of queries per dataset.",
 )
 @click.option("-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True)
+@click.option(
+    "--no-tool",
+    "no_tool_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="YAML of requests no tool serves, by language (default: benchmarks/abstention/no_tool_eval.yaml).",
+)
 @model_option
 @json_option
-def abstention_bench(folders: list[Path], limit: int, k: int, model: str | None, json_path: Path | None) -> None:
-    """Measure what a min_score threshold keeps of answerable queries and abstains on when no tool fits."""
-    from toolsift.bench.abstention import abstention_table, run_abstention
+def abstention_bench(
+    folders: list[Path], limit: int, k: int, no_tool_path: Path | None, model: str | None, json_path: Path | None
+) -> None:
+    """Measure what each min_confidence keeps of answerable queries and abstains on when no tool fits."""
+    from toolsift.bench.abstention import NO_TOOL_EVAL, abstention_table, generic_no_tool, run_abstention
 
     need_folders(folders)
+    path = no_tool_path or NO_TOOL_EVAL
+    if not path.exists():
+        raise click.UsageError(f"no no-tool request file at {path}: pass --no-tool FILE")
     settings = Settings.from_env(None, model=model)
     results = []
     for folder in folders:
         dataset = _load(folder).sample(limit)
-        results.append(run_abstention(dataset, router_for(dataset.catalog, settings), k))
-    click.echo(abstention_table(results))
+        results.append(run_abstention(dataset, router_for(dataset.catalog, settings), k, no_tool=generic_no_tool(path)))
+        click.echo(abstention_table(results[-1:]))
     write_figures(
         json_path,
         {
-            "schema": "toolsift-abstention/1",
+            "schema": "toolsift-abstention/2",
             "model": settings.model,
             "command": command_line("abstention-bench"),
             "results": results,

@@ -79,6 +79,8 @@ class LexicalIndex:
         corpus = [tokenizer(text) or [""] for text in texts]
         self._bm25.index(corpus, show_progress=False)
         self._vocabulary: dict[str, int] = self._bm25.vocab_dict
+        pointers = np.asarray(self._bm25.scores["indptr"])
+        self._documents_with = np.diff(pointers)  # per token id: how many tools contain it
 
     def __len__(self) -> int:
         return self._size
@@ -88,6 +90,17 @@ class LexicalIndex:
         if not tokens or not self._size:
             return np.zeros(self._size, dtype=np.float32)
         return np.asarray(self._bm25.get_scores(tokens), dtype=np.float32)
+
+    def ceiling(self, query: str) -> float:
+        """The sum of the query's tokens' IDF, unknown tokens counted as in no tool: BM25 stays
+        below it (each term's saturation is under 1), so ``scores(query) / ceiling(query)`` is
+        how much of the request's wording a tool covers, from 0 to 1, whatever the catalog's size."""
+        total = 0.0
+        for token in self.tokenizer(query):
+            token_id = self._vocabulary.get(token)
+            containing = int(self._documents_with[token_id]) if token_id is not None else 0
+            total += float(np.log(1.0 + (self._size - containing + 0.5) / (containing + 0.5)))
+        return total
 
     def search(self, query: str, k: int, allowed: IdArray | None = None) -> tuple[np.ndarray, IdArray]:
         return best_positive(self.scores(query), k, allowed)

@@ -54,6 +54,8 @@ class RouteQuery:
     output_format: OutputFormat = "toolsift"
     delivery: Delivery = "subset"
     min_score: float | None = None
+    min_confidence: float | None = None
+    """None: the server's setting (``RankingConfig.min_confidence``); 0 never abstains."""
     pinned: tuple[str, ...] = ()
     split_intents: bool | None = None
     session_id: str | None = None

@@ -59,7 +59,11 @@ class Delivered:
     """With ``tool_search_output``: the model's tool search call this answers."""
 
     def tool_reference_content(self) -> list[dict[str, Any]]:
-        """Anthropic ``tool_reference`` blocks, for the ``content`` of the search call's ``tool_result``."""
+        """Anthropic ``tool_reference`` blocks, for the ``content`` of the search call's ``tool_result``;
+        when the answer abstained and references nothing, one text block saying so (the model reads
+        that no tool fits, and answers without one)."""
+        if not self.references and self.result.abstained:
+            return [{"type": "text", "text": f"No tool found: {self.result.reason}. Answer without a tool."}]
         return [{"type": "tool_reference", "tool_name": wire_name(tool.name)} for tool in self.references]
 
     def tool_search_output(self) -> dict[str, Any]:

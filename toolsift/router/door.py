@@ -30,6 +30,7 @@ def answer(
         query.k,
         query.rules,
         min_score=query.min_score,
+        min_confidence=query.min_confidence,
         pinned=query.pinned,
         scope=caller.scope,
         split_intents=query.split_intents,

@@ -27,6 +27,7 @@ import numpy as np
 
 from toolsift.index import FaissIndex
 from toolsift.index.lexical import LexicalIndex, best_positive
+from toolsift.router.confidence import DEFAULT_MIN_CONFIDENCE
 from toolsift.router.usage import ExampleViews
 from toolsift.types import IdArray, Matrix, Vector
 
@@ -48,8 +49,13 @@ class RankingConfig:
     """Route each part of a multi-part request too (see ``toolsift.router.intents``)."""
     intent_min_score: float = DEFAULT_INTENT_MIN_SCORE
     """A part's best tool joins the matches only when it scores at least this for its part."""
+    min_confidence: float = DEFAULT_MIN_CONFIDENCE
+    """A request whose best match is less likely than this to serve it gets no tools (abstains);
+    0 never abstains (``toolsift.router.confidence``)."""
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.min_confidence <= 1.0:
+            raise ValueError(f"min_confidence must be between 0 and 1, not {self.min_confidence}")
         if not 0.0 <= self.lexical_weight <= 10.0:
             raise ValueError(f"lexical_weight must be between 0 and 10, not {self.lexical_weight}")
         if self.candidates < 1:
@@ -88,6 +94,10 @@ class Ranked:
     dense_part: np.ndarray
     lexical_part: np.ndarray
     """The two terms of ``scores``: standardised cosine, and weighted standardised BM25."""
+    evidence: np.ndarray
+    """Cosine with the tool's best view (its own text or an example request of it)."""
+    coverage: np.ndarray
+    """BM25 over the query's ceiling (``LexicalIndex.ceiling``): 0 to 1 at any catalog size."""
 
 
 def rank(
@@ -119,20 +129,33 @@ def rank(
     candidates = np.unique(np.concatenate(proposals)).astype(np.int64)
     if not len(candidates):
         empty = np.empty(0, dtype=np.float32)
-        return Ranked(candidates, empty, empty, empty, empty, empty)
+        return Ranked(candidates, empty, empty, empty, empty, empty, empty, empty)
     candidate_vectors = dense.vectors(candidates)
     similarity = (candidate_vectors @ vector).astype(np.float32)
     dense_part = _standardised(candidates, candidate_vectors, vector, allowed, dense, moments, parts, lifts)
+    evidence = similarity + sum(
+        (_lift_of(candidates, tools, lifted) for tools, _, lifted in lifts if len(tools)), 0.0
+    ) / len(parts)
     lexical_part = np.zeros(len(candidates), dtype=np.float32)
     shown = np.zeros(len(candidates), dtype=np.float32)
-    if all_lexical is not None:
+    coverage = np.zeros(len(candidates), dtype=np.float32)
+    if all_lexical is not None and lexical is not None:
         lexical_part = (config.lexical_weight * _lexical_z(all_lexical, candidates, allowed)).astype(np.float32)
         best = float(all_lexical[candidates].max()) if allowed is None else float(all_lexical[allowed].max())
         shown = (all_lexical[candidates] / best if best > 0 else shown).astype(np.float32)
+        ceiling = lexical.ceiling(query)
+        coverage = (all_lexical[candidates] / ceiling if ceiling > 0 else coverage).astype(np.float32)
     fused = dense_part + lexical_part
     order = np.lexsort((candidates, -fused))[:k]
     return Ranked(
-        candidates[order], fused[order], similarity[order], shown[order], dense_part[order], lexical_part[order]
+        candidates[order],
+        fused[order],
+        similarity[order],
+        shown[order],
+        dense_part[order],
+        lexical_part[order],
+        np.asarray(evidence, dtype=np.float32)[order],
+        coverage[order],
     )
 
 

@@ -31,6 +31,7 @@ from toolsift.errors import IndexMismatch, InvalidQuery, UnknownTool
 from toolsift.index import BuildStats, IndexKind, ToolIndex
 from toolsift.index.lexical import LexicalIndex, search_tokens
 from toolsift.router.caller import DEFAULT_K
+from toolsift.router.confidence import Calibration, abstention, calibrated_for, no_tool_requests, no_tool_vectors
 from toolsift.router.formats import OutputFormat, format_tool
 from toolsift.router.intents import split_intents
 from toolsift.router.ranking import DenseMoments, Ranked, RankingConfig, rank
@@ -63,6 +64,8 @@ class Match:
     dense_part: float = 0.0
     lexical_part: float = 0.0
     intent: str | None = None
+    confidence: float = 1.0
+    """The probability that this tool serves the request (``toolsift.router.confidence``)."""
 
     @property
     def name(self) -> str:
@@ -86,6 +89,10 @@ class RouteResult:
     took_ms: float
     pinned: tuple[Tool, ...] = ()
     """Tools the caller asked to always include; they come first and do not count toward k."""
+    abstained: bool = False
+    """No tool reached the confidence asked for: ``matches`` is empty (pinned tools still come)."""
+    reason: str = ""
+    """Why the answer abstained, in a sentence; empty when it did not."""
 
     @property
     def tools(self) -> tuple[Tool, ...]:
@@ -135,6 +142,8 @@ class Router:
         self._summaries: LRUCache[tuple[int, int], Matrix] = LRUCache(4 * len(index.catalog) + 1024)
         self._views: dict[str, tuple[int, ExampleViews | None]] = {}
         self._views_lock = threading.Lock()
+        self._calibration: Calibration | None = None
+        self._calibration_lock = threading.Lock()
 
     # -- construction ----------------------------------------------------------------------
 
@@ -213,6 +222,7 @@ class Router:
         rules: TagRules | None = None,
         *,
         min_score: float | None = None,
+        min_confidence: float | None = None,
         pinned: Sequence[str] = (),
         scope: Scope | None = None,
         split_intents: bool | None = None,
@@ -221,7 +231,9 @@ class Router:
         """The ``k`` tools that best fit ``query`` among those ``rules`` allow.
 
         When ``k`` or fewer tools are eligible, all of them come back (ranked). ``min_score``
-        drops matches scoring below it, so a query no tool fits can return fewer or none.
+        drops matches scoring below it. ``min_confidence`` (None: the ranking config's) is the
+        confidence the best match must reach, else the answer abstains (no matches,
+        ``abstained``); matches far below the best one are dropped too (``confidence.abstention``).
         ``pinned`` names tools delivered whatever the query and the rules; they are not ranked
         and do not take any of the ``k`` places. ``scope`` (what the caller may see, e.g. a
         tenant's tools) limits everything, errors included, to those tools, and the result's
@@ -234,6 +246,7 @@ class Router:
             k,
             rules,
             min_score=min_score,
+            min_confidence=min_confidence,
             pinned=pinned,
             scope=scope,
             split_intents=split_intents,
@@ -247,6 +260,7 @@ class Router:
         rules: TagRules | None = None,
         *,
         min_score: float | None = None,
+        min_confidence: float | None = None,
         pinned: Sequence[str] = (),
         scope: Scope | None = None,
         split_intents: bool | None = None,
@@ -276,14 +290,20 @@ class Router:
                 if batch:
                     vectors.update(zip(batch, self.embed_queries(batch), strict=True))
         views = self.views(usage_pool) if eligible else None
+        calibration = self.calibration() if eligible else None
+        threshold = self.min_confidence if min_confidence is None else min_confidence
         results = []
         for query, parts in zip(checked, intents, strict=True):
             matches: list[Match] = []
-            if eligible:
+            reason = ""
+            if eligible and calibration is not None:
                 whole = self._rank(query, vectors[query], k, allowed, views)
                 part_tops = [(part, self._rank(part, vectors[part], 1, allowed, views)) for part in parts]
-                matches = self._merge(whole, part_tops, k, min_score)
+                none = {text: calibration.none_similarity(vectors[text]) for text in [query, *parts]}
+                matches = self._merge(whole, part_tops, k, min_score, calibration, none)
                 matches = self._named_first(query, matches, allowed, k)
+                kept, reason = abstention([m.confidence for m in matches], threshold)
+                matches = [replace(matches[i], rank=rank) for rank, i in enumerate(kept, start=1)]
             results.append(
                 RouteResult(
                     query=query,
@@ -293,9 +313,31 @@ class Router:
                     catalog_fingerprint=(scope or Scope.everything(self.catalog)).fingerprint,
                     took_ms=(time.perf_counter() - started) * 1000 / max(1, len(checked)),
                     pinned=pinned_tools,
+                    abstained=bool(reason),
+                    reason=reason,
                 )
             )
         return results
+
+    @property
+    def min_confidence(self) -> float:
+        """The confidence a request's best match needs when the request names none: the ranking
+        config's, or 0 (never abstain) for an embedder the confidence is not calibrated for."""
+        return self.ranking.min_confidence if calibrated_for(self.embedder.name) else 0.0
+
+    def calibration(self) -> Calibration:
+        """Where this catalog puts requests no tool serves (``toolsift.router.confidence``):
+        fitted on first use, from the catalog and its examples, once per router."""
+        with self._calibration_lock:
+            if self._calibration is None:
+                vectors = no_tool_vectors(self.embedder.name, self.embedder.dimension, self.embedder.embed_queries)
+                views = self.views(None)
+                best = [
+                    float(self._rank(text, vector, 5, None, views).evidence.max(initial=-1.0))
+                    for text, vector in zip(no_tool_requests(), vectors, strict=True)
+                ]
+                self._calibration = Calibration.fit(vectors, best)
+            return self._calibration
 
     def _intents(self, query: str, k: int) -> list[str]:
         """The parts of a multi-part query, each routed on its own too; [] when it has one part."""
@@ -399,14 +441,27 @@ class Router:
         return summary
 
     def _merge(
-        self, whole: Ranked, part_tops: Sequence[tuple[str, Ranked]], k: int, min_score: float | None
+        self,
+        whole: Ranked,
+        part_tops: Sequence[tuple[str, Ranked]],
+        k: int,
+        min_score: float | None,
+        calibration: Calibration,
+        none: dict[str, float],
     ) -> list[Match]:
         """The whole query's best tool, then each part's best when it stands out for its part
-        (in the parts' order), then the rest of the whole query's ranking; ``k`` at most."""
+        (in the parts' order), then the rest of the whole query's ranking; ``k`` at most.
+        ``none``: each text's similarity to requests no tool serves (for the confidences)."""
         floor = -np.inf if min_score is None else min_score
-        ranked = [m for m in self._matches(whole, None) if m.score >= floor]
+        query = next(iter(none))
+        ranked = [m for m in self._matches(whole, None, calibration, none[query]) if m.score >= floor]
         part_floor = max(floor, self.ranking.intent_min_score)
-        from_parts = [m for text, part in part_tops for m in self._matches(part, text)[:1] if m.score >= part_floor]
+        from_parts = [
+            m
+            for text, part in part_tops
+            for m in self._matches(part, text, calibration, none[text])[:1]
+            if m.score >= part_floor
+        ]
         merged: dict[str, Match] = {}
         for match in ranked[:1] + from_parts + ranked[1:]:
             if match.name not in merged:
@@ -422,11 +477,11 @@ class Router:
         if allowed is not None and not np.isin(self.catalog.position(tool.name), allowed):
             return matches  # not this caller's, forbidden by the rules, or pinned (delivered anyway)
         found = next((m for m in matches if m.name == tool.name), None)
-        first = found or Match(tool, matches[0].score if matches else 0.0, 1, lexical=1.0)
+        first = replace(found or Match(tool, matches[0].score if matches else 0.0, 1, lexical=1.0), confidence=1.0)
         rest = [m for m in matches if m.name != tool.name]
         return [replace(m, rank=position) for position, m in enumerate([first, *rest][:k], start=1)]
 
-    def _matches(self, ranked: Ranked, intent: str | None) -> list[Match]:
+    def _matches(self, ranked: Ranked, intent: str | None, calibration: Calibration, none: float) -> list[Match]:
         rows = zip(
             ranked.ids.tolist(),
             ranked.scores.tolist(),
@@ -434,6 +489,7 @@ class Router:
             ranked.lexical.tolist(),
             ranked.dense_part.tolist(),
             ranked.lexical_part.tolist(),
+            calibration.confidences(ranked.evidence, none, ranked.coverage).tolist(),
             strict=True,
         )
         return [
@@ -446,8 +502,11 @@ class Router:
                 round(dense_part, 6),
                 round(lexical_part, 6),
                 intent,
+                round(confidence, 4),
             )
-            for position, (tool_id, score, similarity, lexical, dense_part, lexical_part) in enumerate(rows, 1)
+            for position, (tool_id, score, similarity, lexical, dense_part, lexical_part, confidence) in enumerate(
+                rows, 1
+            )
         ]
 
     def pinned_tools(

@@ -45,7 +45,8 @@ INSTRUCTIONS = (
 )
 SEARCH_DESCRIPTION = (
     "Find the tools that fit a request, from toolsift's catalog. Returns MCP tool definitions "
-    "(tools, in a stable order) and the ranking (matches, best first, with scores)."
+    "(tools, in a stable order) and the ranking (matches, best first, with scores and confidence). "
+    "When no tool is likely to serve the request, it returns none and abstained: true: answer without a tool."
 )
 TAGS_DESCRIPTION = "The tags of toolsift's catalog, each with how many tools carry it: what search_tools filters on."
 GATEWAY_INSTRUCTIONS = " Then call the tool you chose with call_tool(name, arguments), or by its name if it is listed."
@@ -72,6 +73,13 @@ Pinned = Annotated[
     list[str] | None,
     Field(max_length=MAX_PINNED, description="Tools always returned, first; they do not count toward k"),
 ]
+MinConfidence = Annotated[
+    float | None,
+    Field(
+        ge=0, le=1, allow_inf_nan=False,
+        description="Return no tools when the best is less likely than this to serve the request (0: never)",
+    ),
+]  # fmt: skip
 MinScore = Annotated[
     float | None,
     Field(ge=-100, le=100, allow_inf_nan=False, description="Drop tools scoring below this (std. deviations)"),
@@ -141,14 +149,15 @@ def create_mcp_server(
     @server.tool(name="search_tools", description=SEARCH_DESCRIPTION, annotations=READ_ONLY)
     async def search_tools(
         ctx: Context, query: Query, k: K = 5, tags: AnyTags = None, exclude_tags: ExcludeTags = None,
-        access: AccessRule = "any", pinned: Pinned = None, min_score: MinScore = None, session_id: SessionId = None,
+        access: AccessRule = "any", pinned: Pinned = None, min_score: MinScore = None,
+        min_confidence: MinConfidence = None, session_id: SessionId = None,
         session_policy: Policy = "all", turn_key: TurnKey = None,
     ) -> dict[str, Any]:  # fmt: skip
         try:
             rules = TagRules.parse(any_of=tags, exclude=exclude_tags, access=access)
             request = RouteQuery(
-                query, k, rules, output_format="mcp", min_score=min_score, pinned=tuple(pinned or ()),
-                session_id=session_id, session_policy=session_policy, turn_key=turn_key,
+                query, k, rules, output_format="mcp", min_score=min_score, min_confidence=min_confidence,
+                pinned=tuple(pinned or ()), session_id=session_id, session_policy=session_policy, turn_key=turn_key,
             )  # fmt: skip
             found = await anyio.to_thread.run_sync(answers.search, ctx, request)
         except ToolsiftError as error:  # the message says what to fix; let the client's model read it

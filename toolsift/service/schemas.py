@@ -83,6 +83,7 @@ def route_query(request: RouteRequest) -> RouteQuery:
         output_format=request.format,
         delivery=request.delivery,
         min_score=request.min_score,
+        min_confidence=request.min_confidence,
         pinned=tuple(request.pinned),
         split_intents=request.split_intents,
         session_id=request.session_id,
@@ -103,6 +104,7 @@ def match_out(match: Match) -> MatchOut:
         dense_part=match.dense_part,
         lexical_part=match.lexical_part,
         intent=match.intent,
+        confidence=match.confidence,
     )
 
 
@@ -132,6 +134,8 @@ def route_response(delivered: Delivered) -> RouteResponse:
         catalog_fingerprint=result.catalog_fingerprint,
         eligible=result.eligible,
         k=result.k,
+        abstained=result.abstained,
+        reason=result.reason or None,
         format=delivered.output_format,
         delivery=delivered.delivery,
         session=session_out(delivered.session) if delivered.session else None,
@@ -143,9 +147,9 @@ def route_response(delivered: Delivered) -> RouteResponse:
 
 
 def route_body(delivered: Delivered) -> dict[str, Any]:
-    """The ``/route`` response body; ``session``, ``tool_choice``, ``names``, ``content`` and
-    ``output_item`` only where they apply."""
+    """The ``/route`` response body; ``session``, ``tool_choice``, ``names``, ``content``,
+    ``output_item`` and ``reason`` only where they apply."""
     response = route_response(delivered)
-    optional = ("session", "tool_choice", "names", "content", "output_item")
+    optional = ("session", "tool_choice", "names", "content", "output_item", "reason")
     absent = {name for name in optional if getattr(response, name) is None}
     return response.model_dump(exclude=absent)

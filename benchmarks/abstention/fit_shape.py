@@ -1,0 +1,92 @@
+"""Fit the shape of toolsift's confidence (``toolsift.router.confidence.SHAPE``).
+
+Labelled matches come from data written for this project, never from a benchmark dataset: the
+requests in ``default_catalog_requests.tsv`` routed against the bundled catalog (a match is
+positive when it is the tool the request was written for), and the shipped no-tool requests
+(every match negative; each compared with the other no-tool requests, not itself, as the
+calibration does). Fitted with each shipped model in turn (all-MiniLM-L6-v2, multilingual-e5-small)
+and the matches pooled, so the shape does not lean on one model's cosine scale.
+
+    python benchmarks/abstention/fit_shape.py [--k 5]
+
+Prints the coefficients to paste into ``SHAPE`` and how well they fit (log loss, expected
+calibration error on the fitted matches).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from toolsift.catalog import load_catalog
+from toolsift.embeddings import get_embedder
+from toolsift.router import Router
+from toolsift.router.confidence import fit_shape, no_tool_requests, probability
+from toolsift.settings import BUNDLED_CATALOG
+
+HERE = Path(__file__).resolve().parent
+MODELS = ("all-MiniLM-L6-v2", "multilingual-e5-small")
+
+
+def labelled_requests() -> list[tuple[str, str]]:
+    rows = (line.rstrip("\n").split("\t") for line in (HERE / "default_catalog_requests.tsv").open(encoding="utf-8"))
+    return [(row[0], row[1]) for row in rows if row and not row[0].startswith("#")]
+
+
+def matches_of(router: Router, k: int) -> tuple[np.ndarray, np.ndarray]:
+    calibration = router.calibration()
+    features: list[np.ndarray] = []
+    labels: list[np.ndarray] = []
+    requests = labelled_requests()
+    texts = [text for text, _ in requests] + list(no_tool_requests())
+    wanted = [tool for _, tool in requests] + [None] * len(no_tool_requests())
+    vectors = router.embed_queries(texts)
+    none_vectors = calibration.none_vectors
+    for index, (text, tool, vector) in enumerate(zip(texts, wanted, vectors, strict=True)):
+        ranked = router._rank(text, vector, k, None, router.views(None))
+        if tool is None:  # a no-tool request: its neighbours are the others
+            others = np.delete(none_vectors, index - len(requests), axis=0)
+            similar = np.sort(others @ vector)[-3:]
+            none = float(similar.mean())
+        else:
+            none = calibration.none_similarity(vector)
+        features.append(calibration.features(ranked.evidence, none, ranked.coverage))
+        names = [router.catalog[int(i)].name for i in ranked.ids]
+        labels.append(np.array([float(name == tool) for name in names]))
+    return np.vstack(features), np.concatenate(labels)
+
+
+def expected_calibration_error(predicted: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
+    edges = np.minimum((predicted * bins).astype(int), bins - 1)
+    error = 0.0
+    for b in range(bins):
+        inside = edges == b
+        if inside.any():
+            error += inside.mean() * abs(predicted[inside].mean() - labels[inside].mean())
+    return float(error)
+
+
+def main(argv: list[str]) -> None:
+    k = int(argv[argv.index("--k") + 1]) if "--k" in argv else 5
+    catalog = load_catalog(BUNDLED_CATALOG)
+    features, labels = [], []
+    for model in MODELS:
+        router = Router.build(catalog, get_embedder(model))
+        found, labelled = matches_of(router, k)
+        calibration = router.calibration()
+        print(f"{model}: center {calibration.center:.4f}, spread {calibration.spread:.4f}, {len(labelled)} matches")
+        features.append(found)
+        labels.append(labelled)
+    pooled, truth = np.vstack(features), np.concatenate(labels)
+    shape = fit_shape(pooled, truth)
+    predicted = probability(pooled, shape)
+    loss = -np.mean(truth * np.log(predicted + 1e-12) + (1 - truth) * np.log(1 - predicted + 1e-12))
+    print(f"{len(truth)} matches, {int(truth.sum())} positive; log loss {loss:.4f}")
+    print(f"expected calibration error on the fitted matches: {expected_calibration_error(predicted, truth):.4f}")
+    print(f"SHAPE = {shape!r}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

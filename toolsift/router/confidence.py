@@ -1,0 +1,181 @@
+"""Confidence: the probability that a matched tool serves the request, and "no tool" when none does.
+
+A ranking score says which tool fits best, not whether any fits: "thanks!" and "write me a
+haiku" still have a best tool. The confidence of a match is a logistic function of three
+features whose meaning does not change with the catalog's size or the embedding model:
+
+- **above**: how far the tool's cosine (with its best view: its text or an example request of it)
+  lies above the request's cosine with requests that no tool serves, measured from where this
+  catalog puts such requests, in their spread. The no-tool requests are a multilingual set that
+  ships with toolsift (``toolsift/data/no_tool_requests.yaml``: small talk, thanks, creative
+  writing, opinions, general knowledge, reasoning, advice). Routed against the catalog, each one's
+  best tool tells how high an unrelated request's best cosine goes *in this catalog* (``center``,
+  ``spread``: a median and a scaled MAD, each request compared with the others, not itself);
+- **below_best**: how far the tool lies below the request's best match, in the same spread (a
+  tool far below the best is unlikely to be the one);
+- **coverage**: how much of the request's wording the tool's text covers (BM25 over its ceiling,
+  0 to 1, the same at 200 or 20,000 tools).
+
+The logistic's coefficients (``SHAPE``) are fitted by ``benchmarks/abstention/fit_shape.py`` on
+requests written for the bundled catalog and the no-tool set, never on benchmark data; what is
+catalog-specific is the center and spread, refitted by every router from its own catalog (a
+reload, an edit and a restart all refit; the same catalog gives the same calibration).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from toolsift.types import Matrix, Vector
+
+NO_TOOL_FILE = Path(__file__).resolve().parent.parent / "data" / "no_tool_requests.yaml"
+NEIGHBOURS = 3
+"""A request's no-tool similarity: the mean cosine of its nearest few no-tool requests."""
+DEFAULT_MIN_CONFIDENCE = 0.1
+"""Below it a request's best match is no match: the answer abstains. Chosen from
+``toolsift abstention-bench`` (benchmarks/RESULTS.md)."""
+KEEP_RATIO = 0.0
+"""Adaptive k: a match below this share of the best match's confidence (and below the
+threshold itself) is dropped, so a clear request gets fewer, surer tools."""
+MIN_SPREAD = 1e-3
+CENTER_QUANTILE = 0.9
+"""The catalog's center is this quantile of the no-tool requests' margins: where the hardest of
+them (the ones in the catalog's own language, phrased closest to its tools) lie, whatever the
+mix of languages below it."""
+SPREAD_UNITS = 1.2816
+"""The spread: the center's distance from the median margin, in the standard deviations that
+separate a normal distribution's 90th percentile from its median."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Logistic coefficients over (above, below_best, coverage)."""
+
+    intercept: float
+    above: float
+    below_best: float
+    coverage: float
+
+
+SHAPE = Shape(intercept=-2.2879, above=1.0112, below_best=-5.3417, coverage=6.1925)
+"""Fitted by benchmarks/abstention/fit_shape.py (its output names the figures)."""
+
+
+def calibrated_for(model: str) -> bool:
+    """Whether the confidence means something for ``model``: any sentence embedder, not the
+    ``hashing-*`` bag of words (a test and lexical-only stand-in), which never abstains unless a
+    request asks for a ``min_confidence``."""
+    return not any(part.startswith("hashing-") for part in model.split("+"))
+
+
+@cache
+def no_tool_requests() -> tuple[str, ...]:
+    """The shipped requests no tool should serve, every language's, in file order."""
+    by_language: dict[str, list[str]] = yaml.safe_load(NO_TOOL_FILE.read_text(encoding="utf-8"))
+    return tuple(text for texts in by_language.values() for text in texts)
+
+
+_vectors: dict[tuple[str, int], Matrix] = {}
+_vectors_lock = threading.Lock()
+
+
+def no_tool_vectors(model: str, dimension: int, embed: Callable[[Sequence[str]], Matrix]) -> Matrix:
+    """The no-tool requests' vectors for a model, embedded once per process."""
+    key = (model, dimension)
+    with _vectors_lock:
+        known = _vectors.get(key)
+    if known is None:
+        known = np.asarray(embed(list(no_tool_requests())), dtype=np.float32)
+        with _vectors_lock:
+            _vectors[key] = known
+    return known
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Where this catalog puts requests no tool serves; turns matches into confidences."""
+
+    none_vectors: Matrix
+    center: float
+    spread: float
+    shape: Shape = SHAPE
+
+    @classmethod
+    def fit(cls, none_vectors: Matrix, best_evidence: Sequence[float], shape: Shape = SHAPE) -> Calibration:
+        """From each no-tool request's best cosine in the catalog (``best_evidence``, in the
+        order of ``none_vectors``): its margin over its no-tool neighbours, others than itself."""
+        similar = none_vectors @ none_vectors.T
+        np.fill_diagonal(similar, -np.inf)
+        margins = np.asarray(best_evidence, dtype=np.float64) - _nearest_mean(similar)
+        center = float(np.quantile(margins, CENTER_QUANTILE))
+        spread = (center - float(np.median(margins))) / SPREAD_UNITS
+        return cls(none_vectors, center, max(spread, MIN_SPREAD), shape)
+
+    def none_similarity(self, vector: Vector) -> float:
+        """How close ``vector`` lies to requests no tool serves (mean of the nearest few)."""
+        return float(_nearest_mean((self.none_vectors @ vector)[None, :])[0])
+
+    def features(self, evidence: np.ndarray, none: float, coverage: np.ndarray) -> np.ndarray:
+        """One row (above, below_best, coverage) per match; ``evidence`` ranked best first."""
+        evidence = np.asarray(evidence, dtype=np.float64)
+        if not len(evidence):
+            return np.empty((0, 3))
+        above = (evidence - none - self.center) / self.spread
+        below = (float(evidence.max()) - evidence) / self.spread
+        return np.column_stack([above, below, np.asarray(coverage, dtype=np.float64)])
+
+    def confidences(self, evidence: np.ndarray, none: float, coverage: np.ndarray) -> np.ndarray:
+        return probability(self.features(evidence, none, coverage), self.shape)
+
+
+def probability(features: np.ndarray, shape: Shape) -> np.ndarray:
+    weights = np.array([shape.above, shape.below_best, shape.coverage])
+    logits = shape.intercept + features @ weights
+    return np.asarray(1.0 / (1.0 + np.exp(-np.clip(logits, -30.0, 30.0))))
+
+
+def _nearest_mean(similar: np.ndarray) -> np.ndarray:
+    count = min(NEIGHBOURS, similar.shape[1] - 1) if similar.shape[1] > 1 else 1
+    nearest = -np.partition(-similar, count - 1, axis=1)[:, :count]
+    return np.asarray(nearest.mean(axis=1))
+
+
+def fit_shape(features: np.ndarray, labels: np.ndarray, l2: float = 1e-2, steps: int = 50) -> Shape:
+    """Logistic regression (Newton's method, a light L2 on the slopes) of ``labels`` (0/1) on
+    ``features`` rows (above, below_best, coverage)."""
+    design = np.column_stack([np.ones(len(features)), features])
+    weights = np.zeros(design.shape[1])
+    penalty = np.diag([0.0] + [l2] * features.shape[1])
+    for _ in range(steps):
+        predicted = 1.0 / (1.0 + np.exp(-np.clip(design @ weights, -30, 30)))
+        gradient = design.T @ (predicted - labels) + penalty @ weights
+        hessian = (design * (predicted * (1 - predicted))[:, None]).T @ design + penalty
+        step = np.linalg.solve(hessian, gradient)
+        weights -= step
+        if float(np.abs(step).max()) < 1e-8:
+            break
+    return Shape(*(round(float(w), 4) for w in weights))
+
+
+def abstention(confidences: Sequence[float], threshold: float) -> tuple[list[int], str]:
+    """Which matches to keep (positions in ``confidences``, best first) and, when none is kept,
+    why. Nothing is kept when the best confidence is under ``threshold``; otherwise a match is
+    kept unless it is under ``threshold`` and under ``KEEP_RATIO`` of the best (adaptive k).
+    A threshold of 0 keeps everything."""
+    if threshold <= 0 or not confidences:
+        return list(range(len(confidences))), ""
+    best = max(confidences)
+    if best < threshold:
+        return (
+            [],
+            f"no tool is likely enough to serve this request (best confidence {best:.2f}, needed {threshold:.2f})",
+        )
+    floor = min(threshold, KEEP_RATIO * best)
+    return [i for i, confidence in enumerate(confidences) if confidence >= floor], ""
