@@ -68,7 +68,9 @@ def test_a_session_never_delivers_what_this_turns_rules_forbid(
     forbidden = sorted(t.name for t in tiny_router.catalog if not rules.permits(t))
     assert sorted(body["session"]["withheld"]) == forbidden and body["session"]["prefix_changed"] is True
     assert body["fingerprint"] != first["fingerprint"]
-    if delivery == "allowed_tools":
+    if delivery == "allowed_tools" and not body["matches"] and not body["pinned"]:
+        assert body["tool_choice"] == "none"  # nothing this turn may call
+    elif delivery == "allowed_tools":
         masked = [t["function"]["name"] for t in body["tool_choice"]["allowed_tools"]["tools"]]
         assert set(masked) <= set(delivered)
 

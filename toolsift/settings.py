@@ -62,7 +62,8 @@ class Settings(BaseSettings):
     split_intents: bool = True
     """Route each part of a multi-part request too (see toolsift.router.intents)."""
     intent_min_score: float = Field(DEFAULT_INTENT_MIN_SCORE, ge=-100.0, le=100.0, allow_inf_nan=False)
-    min_confidence: float = Field(DEFAULT_MIN_CONFIDENCE, ge=0.0, le=1.0, allow_inf_nan=False)
+    min_confidence: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
+    """None: the router's default (``DEFAULT_MIN_CONFIDENCE``; 0 with a ``hashing-*`` embedder)."""
     """A part's best tool joins the matches when it scores at least this for its part."""
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
     log_format: Literal["json", "text"] = "json"
@@ -180,7 +181,7 @@ class Settings(BaseSettings):
             self.lexical_weight,
             split_intents=self.split_intents,
             intent_min_score=self.intent_min_score,
-            min_confidence=self.min_confidence,
+            min_confidence=DEFAULT_MIN_CONFIDENCE if self.min_confidence is None else self.min_confidence,
         )
 
 

@@ -210,8 +210,10 @@ class RouteResponse(WireModel):
     format: OutputFormat
     delivery: Delivery
     session: SessionOut | None = None
-    tool_choice: dict[str, Any] | None = Field(
-        default=None, description="With delivery=allowed_tools: OpenAI tool_choice masking tools to this turn's"
+    tool_choice: dict[str, Any] | str | None = Field(
+        default=None,
+        description='With delivery=allowed_tools: OpenAI tool_choice masking tools to this turn\'s; "none" when '
+        "the answer abstained",
     )
     content: list[dict[str, Any]] | None = Field(
         default=None,

@@ -51,8 +51,9 @@ class Delivered:
     delivery: Delivery
     session: SessionTurn | None = None
     """With a session id: what this turn did to the session's list (its ``session_id`` is the caller's)."""
-    tool_choice: dict[str, Any] | None = None
-    """With ``allowed_tools``: the OpenAI ``tool_choice`` masking ``tools`` to this turn's."""
+    tool_choice: dict[str, Any] | str | None = None
+    """With ``allowed_tools``: the OpenAI ``tool_choice`` masking ``tools`` to this turn's
+    (``"none"`` when this turn selected nothing: the answer abstained)."""
     references: tuple[Tool, ...] = ()
     """With a deferred delivery: the tools to reference on this turn (pinned first, then matches)."""
     call_id: str | None = None
@@ -163,9 +164,9 @@ def deliver(
         tools = turn.tools
     elif query.delivery == "allowed_tools":
         tools = superset_for(router, query.rules, result.pinned, caller.scope)
-    choice = None
-    if query.delivery == "allowed_tools":
-        choice = allowed_tools_choice([wire_name(tool.name) for tool in selected])
+    choice: dict[str, Any] | str | None = None
+    if query.delivery == "allowed_tools":  # nothing selected (an abstaining answer): no tool may be called
+        choice = allowed_tools_choice([wire_name(tool.name) for tool in selected]) if selected else "none"
     references: tuple[Tool, ...] = ()
     if query.delivery in DEFERRED_DELIVERIES:
         held = turn is not None and not query.repeat_references

@@ -33,6 +33,9 @@ from toolsift.types import IdArray, Matrix, Vector
 
 DEFAULT_LEXICAL_WEIGHT = 0.3
 DEFAULT_CANDIDATES = 100
+DEFAULT_LEXICAL_CAP = 16.0
+"""sqrt(257): what plain standardisation allows on a catalog of 257 tools, now the most at any size.
+Caps of 16, 12, 8, 6 and 4 measured on the four shared datasets: benchmarks/DECISIONS.md."""
 DEFAULT_INTENT_MIN_SCORE = 5.0
 EXACT_STATS_UP_TO = 4096
 """With tag rules leaving at most this many tools, the dense mean and spread are computed over
@@ -49,6 +52,8 @@ class RankingConfig:
     """Route each part of a multi-part request too (see ``toolsift.router.intents``)."""
     intent_min_score: float = DEFAULT_INTENT_MIN_SCORE
     """A part's best tool joins the matches only when it scores at least this for its part."""
+    lexical_cap: float = DEFAULT_LEXICAL_CAP
+    """No tool stands out lexically by more than this many standard deviations (see ``_lexical_z``)."""
     min_confidence: float = DEFAULT_MIN_CONFIDENCE
     """A request whose best match is less likely than this to serve it gets no tools (abstains);
     0 never abstains (``toolsift.router.confidence``)."""
@@ -140,7 +145,8 @@ def rank(
     shown = np.zeros(len(candidates), dtype=np.float32)
     coverage = np.zeros(len(candidates), dtype=np.float32)
     if all_lexical is not None and lexical is not None:
-        lexical_part = (config.lexical_weight * _lexical_z(all_lexical, candidates, allowed)).astype(np.float32)
+        z = _lexical_z(all_lexical, candidates, allowed, config.lexical_cap)
+        lexical_part = (config.lexical_weight * z).astype(np.float32)
         best = float(all_lexical[candidates].max()) if allowed is None else float(all_lexical[allowed].max())
         shown = (all_lexical[candidates] / best if best > 0 else shown).astype(np.float32)
         ceiling = lexical.ceiling(query)
@@ -159,9 +165,16 @@ def rank(
     )
 
 
-def _lexical_z(all_lexical: np.ndarray, candidates: IdArray, allowed: IdArray | None) -> np.ndarray:
+def _lexical_z(all_lexical: np.ndarray, candidates: IdArray, allowed: IdArray | None, cap: float) -> np.ndarray:
+    """BM25 standardised over the eligible tools, its spread floored at the best score / ``cap``.
+
+    When one tool alone shares a word with the request, plain standardisation gives it
+    sqrt(N - 1) standard deviations: 16 at 254 tools, 54 at 2,886 — one rare word would outrank
+    any meaning on a large catalog. With the floor, the best tool is at most ``cap`` deviations
+    out, at any catalog size; a request many tools share words with is unchanged."""
     eligible = all_lexical if allowed is None else all_lexical[allowed]
-    spread = float(eligible.std())
+    best = float(eligible.max()) if len(eligible) else 0.0
+    spread = max(float(eligible.std()), best / cap if cap > 0 else 0.0)
     if spread <= 0:
         return np.zeros(len(candidates))
     return (all_lexical[candidates] - float(eligible.mean())) / spread

@@ -286,6 +286,8 @@ class ServiceState:
         """The routed answer every entrance gives (``toolsift.router.door.answer``), after the
         feedback other workers took since this one last looked; the route is timed in the metrics."""
         self.usage.refresh()
+        if query.min_confidence is None and self.settings.min_confidence is not None:
+            query = replace(query, min_confidence=self.settings.min_confidence)  # the operator's setting
         delivered = answer(router, query, caller, self.sessions)
         self.metrics.route_latency.observe(delivered.result.took_ms / 1000)
         return delivered

@@ -1,0 +1,189 @@
+"""Abstention: with the real model on the bundled catalog, a request no tool serves gets no tools
+(``abstained``, a reason) in every delivery mode, over HTTP, MCP and the CLI alike; a session
+turn that abstains leaves the tools array byte for byte; pinned tools still come; ``min_confidence``
+0 restores plain top-k; the calibration is the catalog's (refitted for another catalog, the same
+after a restart) and follows feedback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+import yaml
+from anthropic.types import TextBlockParam, ToolResultBlockParam
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+from mcp.client import Client
+from openai.types.chat import ChatCompletionToolChoiceOptionParam
+from openai.types.responses.response_tool_search_output_item_param_param import ResponseToolSearchOutputItemParamParam
+from pydantic import TypeAdapter
+from test_deferred import conforms
+
+from toolsift import Router
+from toolsift.bench.abstention import NO_TOOL_EVAL
+from toolsift.catalog import Catalog, parse_catalog
+from toolsift.cli import main
+from toolsift.embeddings import Embedder
+from toolsift.router.confidence import DEFAULT_MIN_CONFIDENCE, abstention, calibrated_for, no_tool_requests
+from toolsift.router.usage import Feedback
+from toolsift.service import create_app
+from toolsift.service.mcp_server import mcp_server_for
+from toolsift.settings import Settings
+
+pytestmark = pytest.mark.model
+
+NO_TOOL = "lovely, thanks a bunch, that was all I needed"  # in neither shipped nor benchmark set
+HAIKU = "compose a sonnet about a cat sleeping in the sun"
+WEATHER = "will it rain in Seattle tomorrow?"
+
+
+def test_the_calibration_set_and_the_benchmark_set_share_no_request() -> None:
+    fitted = set(no_tool_requests())
+    benchmark: dict[str, list[str]] = yaml.safe_load(NO_TOOL_EVAL.read_text(encoding="utf-8"))
+    assert {"en", "de", "es", "ko"} <= set(benchmark)
+    assert not fitted & {text for texts in benchmark.values() for text in texts}
+    assert NO_TOOL not in fitted and HAIKU not in fitted
+
+
+def test_the_abstention_rule() -> None:
+    assert abstention([0.9, 0.4, 0.01], 0.0) == ([0, 1, 2], "")  # 0 keeps everything
+    kept, reason = abstention([0.05, 0.04], 0.1)
+    assert kept == [] and "0.05" in reason and "0.10" in reason
+    assert abstention([0.3, 0.02], 0.1)[0] == [0, 1]  # up to k: the best reaches it, the rest come along
+    assert abstention([], 0.5) == ([], "")  # nothing eligible is not an abstention
+    assert calibrated_for("all-MiniLM-L6-v2") and not calibrated_for("hashing-64")
+
+
+def test_a_request_no_tool_serves_gets_none_and_one_that_fits_keeps_its_tools(bundled_router: Router) -> None:
+    for text in (NO_TOOL, HAIKU, "hola, ¿qué tal estás hoy?", "오늘 기분이 좋아요, 고마워요"):
+        result = bundled_router.route(text, 5)
+        assert result.abstained and not result.matches and not result.tools, text
+        assert "confidence" in result.reason
+    fits = bundled_router.route(WEATHER, 5)
+    assert not fits.abstained and fits.names[0] == "get_weather_forecast"
+    assert fits.matches[0].confidence >= DEFAULT_MIN_CONFIDENCE
+    assert all(0.0 <= m.confidence <= 1.0 for m in fits.matches)
+    # 0 restores plain top-k: every request gets k tools, with their confidence shown
+    everything = bundled_router.route(NO_TOOL, 5, min_confidence=0)
+    assert len(everything.matches) == 5 and not everything.abstained
+    assert max(m.confidence for m in everything.matches) < DEFAULT_MIN_CONFIDENCE
+
+
+def test_pinned_tools_survive_abstention(bundled_router: Router) -> None:
+    result = bundled_router.route(HAIKU, 5, pinned=["send_email"])
+    assert result.abstained and [tool.name for tool in result.tools] == ["send_email"]
+
+
+@pytest.mark.parametrize("session", [False, True])
+def test_every_delivery_mode_answers_an_abstaining_request(bundled_client: TestClient, session: bool) -> None:
+    base: dict[str, Any] = {"query": HAIKU, "k": 4}
+    if session:
+        base["session_id"] = "abstain-modes"
+        first = bundled_client.post("/route", json={"query": WEATHER, "k": 4, "session_id": "abstain-modes"}).json()
+        assert not first["abstained"]
+    subset = bundled_client.post("/route", json=base).json()
+    assert subset["abstained"] and subset["matches"] == [] and "confidence" in subset["reason"]
+    assert subset["tools"] == ([] if not session else first["tools"])
+
+    narrow = {} if session else {"tags": ["weather"]}  # without a session the superset is every allowed tool
+    masked = bundled_client.post(
+        "/route", json={**base, **narrow, "format": "openai", "delivery": "allowed_tools"}
+    ).json()
+    assert masked["abstained"] and masked["tool_choice"] == "none"
+    assert TypeAdapter(ChatCompletionToolChoiceOptionParam).validate_python(masked["tool_choice"]) == "none"
+
+    referenced = bundled_client.post("/route", json={**base, "format": "anthropic", "delivery": "tool_reference"})
+    content = referenced.json()["content"]
+    assert [block["type"] for block in content] == ["text"] and "Answer without a tool" in content[0]["text"]
+    assert all(conforms(TextBlockParam, block) for block in content)
+    assert conforms(ToolResultBlockParam, {"type": "tool_result", "tool_use_id": "toolu_1", "content": content})
+
+    searched = bundled_client.post(
+        "/route", json={**base, "format": "responses", "delivery": "tool_search_output", "call_id": "c9"}
+    ).json()
+    assert searched["abstained"] and searched["output_item"]["tools"] == []
+    assert conforms(ResponseToolSearchOutputItemParamParam, searched["output_item"])
+
+    plain = bundled_client.post("/route", json={**base, "min_confidence": 0}).json()
+    assert not plain["abstained"] and len(plain["matches"]) == 4 and "reason" not in plain
+
+
+def test_an_abstaining_session_turn_leaves_the_tools_array_byte_identical(bundled_client: TestClient) -> None:
+    session = {"session_id": "abstain-prefix", "format": "anthropic", "k": 3}
+    first = bundled_client.post("/route", json={**session, "query": WEATHER})
+    second = bundled_client.post("/route", json={**session, "query": NO_TOOL})
+    third = bundled_client.post("/route", json={**session, "query": "translate this paragraph into French"})
+    one, two = first.json(), second.json()
+    assert two["abstained"] and not two["session"]["prefix_changed"] and two["session"]["appended"] == []
+    assert orjson.dumps(two["tools"]) == orjson.dumps(one["tools"]) and two["fingerprint"] == one["fingerprint"]
+    assert not third.json()["abstained"] and "translate_text" in third.json()["session"]["appended"]
+
+
+def test_http_mcp_and_cli_abstain_alike(bundled_index: Path, bundled_router: Router) -> None:
+    async def over_mcp() -> dict[str, Any]:
+        async with Client(mcp_server_for(bundled_router)) as client:
+            result = await client.call_tool("search_tools", {"query": HAIKU, "k": 3})
+        assert not result.is_error and result.structured_content is not None
+        return dict(result.structured_content)
+
+    with TestClient(create_app(bundled_router, settings=Settings())) as http:
+        over_http = http.post("/route", json={"query": HAIKU, "k": 3, "format": "mcp"}).content
+    printed = CliRunner().invoke(
+        main, ["route", HAIKU, "--index", str(bundled_index), "-k", "3", "--format", "mcp", "--json"]
+    )
+    assert printed.exit_code == 0, printed.output
+    assert printed.output.encode().rstrip(b"\n") == over_http
+    assert orjson.dumps(anyio.run(over_mcp), option=orjson.OPT_SORT_KEYS) == over_http
+    assert orjson.loads(over_http)["abstained"] is True
+    said = CliRunner().invoke(main, ["route", HAIKU, "--index", str(bundled_index)])
+    assert said.exit_code == 0 and said.output.startswith("no tool: no tool is likely enough")
+    forced = CliRunner().invoke(main, ["route", HAIKU, "--index", str(bundled_index), "--min-confidence", "0"])
+    ranked = [line for line in forced.output.splitlines() if line.strip()[:1].isdigit()]
+    assert forced.exit_code == 0 and len(ranked) == 5
+
+
+def test_the_server_setting_and_a_bad_value(bundled_router: Router) -> None:
+    with TestClient(create_app(bundled_router, settings=Settings(min_confidence=0.0))) as never:
+        assert len(never.post("/route", json={"query": HAIKU, "k": 3}).json()["matches"]) == 3
+    with TestClient(create_app(bundled_router, settings=Settings())) as http:
+        bad = http.post("/route", json={"query": HAIKU, "min_confidence": 1.5})
+        assert bad.status_code == 422 and "min_confidence" in bad.text
+
+
+def small_catalog(extra: str = "") -> Catalog:
+    tools = [
+        {"name": "get_weather", "description": "Current weather conditions for a city"},
+        {"name": "send_email", "description": "Send an email message to a recipient"},
+        {"name": "book_flight", "description": "Book a flight between two airports on a date"},
+    ]
+    if extra:
+        tools.append({"name": extra, "description": "Write a poem or a short story on any theme the user gives"})
+    return parse_catalog(tools, source="small")
+
+
+def test_the_calibration_is_the_catalogs_refitted_on_change_and_the_same_after_a_restart(
+    tmp_path: Path, real_embedder: Embedder
+) -> None:
+    router = Router.build(small_catalog(), real_embedder)
+    before = router.route(HAIKU, 3, min_confidence=0)
+    assert router.route(HAIKU, 3).abstained
+    changed = router.rebuilt(small_catalog("write_creative_text"))
+    assert changed.calibration() is not router.calibration()
+    found = changed.route(HAIKU, 3)  # the catalog now has a tool for it
+    assert not found.abstained and found.names[0] == "write_creative_text"
+    restarted = Router.load(router.save(tmp_path / "index"), real_embedder)
+    again = restarted.route(HAIKU, 3, min_confidence=0)
+    assert [(m.name, m.confidence) for m in again.matches] == [(m.name, m.confidence) for m in before.matches]
+    assert restarted.calibration().center == pytest.approx(router.calibration().center)
+
+
+def test_feedback_raises_the_confidence_of_the_tool_it_names(real_embedder: Embedder) -> None:
+    router = Router.build(small_catalog(), real_embedder)
+    request = "ping the ops crew about the outage"
+    assert router.route(request, 3, min_confidence=0).matches[0].confidence < 0.5
+    router.learn(Feedback(request, "send_email"))
+    learned = router.route(request, 3)
+    assert not learned.abstained and learned.names[0] == "send_email" and learned.matches[0].confidence >= 0.5
