@@ -398,7 +398,7 @@ def test_benches_take_no_tool_and_over_long_queries(tmp_path: Path, dataset_with
     assert (document["queries"], document["no_tool_queries"], document["left_out_too_long"]) == (2, 1, 1)
     assert all("abstained_native" in row for row in document["rows"])
     native = [row["abstained_native"] for row in document["rows"]]
-    assert native == sorted(native) and native[-1] == 1.0  # a higher min_score abstains more; 6 abstains here
+    assert native == sorted(native) and native[0] == 0.0 and native[-1] == 1.0  # 0 never abstains; 0.5 does here
 
     out = tmp_path / "sessions.json"
     result = runner.invoke(

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from toolsift import Router
@@ -95,6 +97,16 @@ def test_the_readme_example_is_what_the_bundled_catalog_answers(bundled_client: 
     example = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
     actual = bundled_client.post("/route", json=request).json()
     assert matches_example(example, actual), json.dumps(actual, indent=1)[:3000]
+
+
+@pytest.mark.model
+def test_the_readme_abstention_example_is_what_toolsift_prints(bundled_index: Path) -> None:
+    block = README[README.index("## Abstention") :].split("```bash\n", 1)[1].split("```", 1)[0]
+    command, printed, answerable = block.splitlines()[:3]
+    said = CliRunner().invoke(main, [*shlex.split(command)[1:], "--index", str(bundled_index)])
+    assert said.exit_code == 0 and said.output.strip() == printed.removeprefix("# "), said.output
+    found = CliRunner().invoke(main, [*shlex.split(answerable)[1:], "--index", str(bundled_index)])
+    assert found.exit_code == 0 and "get_weather_forecast" in found.output.splitlines()[0], found.output
 
 
 def test_the_fingerprint_is_the_same_in_every_format_and_changes_with_the_tools(tiny_router: Router) -> None:

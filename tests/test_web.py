@@ -66,9 +66,10 @@ def test_page_shows_overview_findings_and_route_breakdown(served: str) -> None:
         expect(rows).to_have_count(3, timeout=60_000)
         names = page.locator("#route-table tr.match td:nth-child(2)").all_inner_texts()
         assert any("weather" in name for name in names), names
-        first_score = float(rows.nth(0).locator("td").nth(2).inner_text())
-        last_score = float(rows.nth(2).locator("td").nth(2).inner_text())
+        first_score = float(rows.nth(0).locator("td").nth(3).inner_text())
+        last_score = float(rows.nth(2).locator("td").nth(3).inner_text())
         assert first_score >= last_score
+        assert 0.0 <= float(rows.nth(0).locator("td").nth(2).inner_text()) <= 1.0  # the confidence column
         assert page.locator("#route-table .bar").count() >= 3
 
         page.fill("#query", "x" * 9000)  # over the limit: the API's message is shown, not a crash
@@ -137,7 +138,10 @@ def test_page_with_a_tenant_key_shows_only_that_tenants_tools(bundled_index: Pat
             page.fill("#api-key", "acme-key-0123456789abcdef")
             page.click("#api-key-save")
             expect(page.locator("#tool-count")).to_have_text(str(len(weather_tools)))
-            page.fill("#query", "send an email to Bob")
+            page.fill("#query", "send an email to Bob")  # no tool of this tenant serves it: the page says so
+            page.click("#route-button")
+            expect(page.locator("#route-abstained")).to_contain_text("no tool is likely enough", timeout=60_000)
+            page.fill("#query", "will it rain in Paris this weekend?")
             page.click("#route-button")
             expect(page.locator("#route-table tr.match").first).to_be_visible(timeout=60_000)
             names = set(page.locator("#route-table tr.match td:nth-child(2)").all_inner_texts())

@@ -11,7 +11,8 @@ Per dataset, every sampled query with relevant tools is routed three ways, all w
   that abstains;
 - and the **generic no-tool requests** of ``benchmarks/abstention/no_tool_eval.yaml`` (small talk,
   creative writing, opinions, explanations, reasoning, advice; English, German, Spanish, Korean;
-  none of them in the set toolsift calibrates on): the share that abstains, per language.
+  none of them in the set toolsift calibrates on): the share that abstains, per language;
+- the dataset's own requests labelled with no tool, where it has them: the share that abstains.
 
 **Session prefix**: for each generic no-tool request, a session whose previous turn delivered an
 answerable query's tools; the prefix changes when the no-tool turn delivers a tool the session
@@ -66,11 +67,13 @@ def run_abstention(
         scope = Scope.of(router.catalog, np.setdiff1d(everything, hidden, assume_unique=True))
         removed.append(_routed(router, query.text, k, scope))
     generic = {language: [_routed(router, text, k) for text in texts] for language, texts in (no_tool or {}).items()}
-    rows = [_row(threshold, answerable, removed, generic, k) for threshold in thresholds]
+    native = [_routed(router, query.text, k) for query in dataset.queries if query.routable and not query.relevant]
+    rows = [_row(threshold, answerable, removed, generic, native, k) for threshold in thresholds]
     return {
         "dataset": dataset.name,
         "tools": len(dataset.catalog),
         "queries": len(answerable),
+        "no_tool_queries": len(native),
         "generic_no_tool": {language: len(texts) for language, texts in generic.items()},
         "left_out_too_long": sum(not query.routable for query in dataset.queries),
         "k": k,
@@ -94,6 +97,7 @@ def _row(
     answerable: Sequence[tuple[Routed, tuple[str, ...]]],
     removed: Sequence[Routed],
     generic: dict[str, list[Routed]],
+    native: Sequence[Routed],
     k: int,
 ) -> dict[str, Any]:
     lost = [
@@ -109,6 +113,8 @@ def _row(
         else 0.0,
         "abstained_removed": _share(not _kept(routed, threshold) for routed in removed),
     }
+    if native:  # the dataset's own requests labelled with no tool
+        row["abstained_native"] = _share(not _kept(routed, threshold) for routed in native)
     for language, routed_all in generic.items():
         row[f"abstained_{language}"] = _share(not _kept(routed, threshold) for routed in routed_all)
     everyone = [routed for routed_all in generic.values() for routed in routed_all]
@@ -166,9 +172,11 @@ def abstention_table(results: Sequence[dict[str, Any]]) -> str:
     out = []
     for result in results:
         languages = list(result["generic_no_tool"])
+        native = bool(result.get("no_tool_queries"))
         out.append(f"### {result['dataset']} ({result['tools']} tools, {result['queries']} answerable queries)\n")
         head = ["min_confidence", "Recall@5 change", "tools sent", "abstain: relevant removed", "abstain: generic"]
         head += [f"abstain: {language}" for language in languages] + ["session prefix changed"]
+        head += ["abstain: dataset's no-tool"] if native else []
         out.append("| " + " | ".join(head) + " |")
         out.append("|" + "---:|" * len(head))
         for row in result["rows"]:
@@ -182,6 +190,7 @@ def abstention_table(results: Sequence[dict[str, Any]]) -> str:
             ]
             cells += [f"{row[f'abstained_{language}']:.2f}" for language in languages]
             cells.append(f"{row.get('prefix_changed', 0.0):.2f}")
+            cells += [f"{row['abstained_native']:.2f}"] if native else []
             out.append("| " + " | ".join(cells) + " |")
         bins = result["reliability"]["bins"]
         out.append(
