@@ -121,7 +121,8 @@ def _recalls(router: Router, pool: str | None, scored: Sequence[Query], ks: Sequ
     for start in range(0, len(scored), CHUNK):
         chunk = scored[start : start + CHUNK]
         accepted = [query.text for query in chunk if within_query_limit(query.text)]
-        ranked = {r.query: r.names for r in router.route_many(accepted, depth, usage_pool=pool)} if accepted else {}
+        routed = router.route_many(accepted, depth, usage_pool=pool, min_confidence=0.0) if accepted else []
+        ranked = {r.query: r.names for r in routed}  # ranking quality: min_confidence 0
         rankings += [ranked.get(query.text.strip(), []) for query in chunk]
     values = per_query(rankings, [query.relevant for query in scored], ks)
     return {k: values[("recall", k)] for k in ks}

@@ -49,7 +49,9 @@ class ToolsiftMethod:
         ranked: dict[str, list[str]] = {}
         for start in range(0, len(accepted), CHUNK):
             chunk = accepted[start : start + CHUNK]
-            ranked.update(zip(chunk, (result.names for result in self.router.route_many(chunk, depth)), strict=True))
+            # ranking quality, as the other methods (which never abstain): min_confidence 0
+            routed = self.router.route_many(chunk, depth, min_confidence=0.0)
+            ranked.update(zip(chunk, (result.names for result in routed), strict=True))
         return [ranked.get(text, []) for text in queries]
 
 
