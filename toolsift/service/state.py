@@ -61,7 +61,7 @@ class RouterHolder:
     def __init__(self, router: Router | None = None, book: UsageBook | None = None) -> None:
         self.book = book or UsageBook()
         if router is not None:
-            router.attach(self.book)
+            self._ready(router)
         self._router = router
         self._lock = threading.Lock()
 
@@ -76,9 +76,15 @@ class RouterHolder:
         return self._router
 
     def set(self, router: Router) -> None:
-        router.attach(self.book)  # before it serves: its example views are ready
+        self._ready(router)
         with self._lock:
             self._router = router
+
+    def _ready(self, router: Router) -> None:
+        """Before it serves: its example views and its confidence calibration are ready, so no
+        request pays for them."""
+        router.attach(self.book)
+        router.calibration()
 
 
 FolderVersion = tuple[str, float]
