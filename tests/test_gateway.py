@@ -220,6 +220,12 @@ async def run_agent(client: Any, expose: str, work: Path, changes: list[str]) ->
         assert not result.is_error, f"{task.tool}: {text_of(result)}"
         task.check(result, work)
     assert (expose == "dynamic") == bool(changes)
+    # a request no tool serves: no tools, abstained, and in dynamic mode nothing new listed or announced
+    announced, listed = len(changes), names(await client.list_tools(cache_mode="refresh"))
+    chat = await client.call_tool("search_tools", {"query": "lovely, thanks a bunch, that was all I needed"})
+    assert chat.structured_content is not None and chat.structured_content["abstained"] is True
+    assert chat.structured_content["tools"] == [] and "confidence" in chat.structured_content["reason"]
+    assert names(await client.list_tools(cache_mode="refresh")) == listed and len(changes) == announced
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])

@@ -105,7 +105,9 @@ def run_sessions(dataset: Dataset, router: Router, plan: SessionPlan, tokens: Sc
         )
     sessions = build_sessions(usable, plan)
     texts = list(dict.fromkeys(query.text for session in sessions for query in session))
-    routed = dict(zip(texts, router.route_many(texts, plan.k), strict=True))
+    routed = dict(
+        zip(texts, router.route_many(texts, plan.k, min_confidence=0.0), strict=True)
+    )  # the policies, on ranking
     store = SessionStore(cap=plan.cap, max_sessions=plan.sessions + 1)
     lazy = SessionStore(cap=plan.cap, max_sessions=plan.sessions + 1)
     turns: dict[str, list[dict[str, float]]] = {method: [] for method in METHODS}

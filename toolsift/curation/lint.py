@@ -587,7 +587,8 @@ def check_queries(
     router: Router, queries: Sequence[tuple[str, Sequence[str]]], k: int = 5
 ) -> tuple[list[Finding], dict[str, dict[str, float]]]:
     """Route labelled queries: tools never retrieved, pairs the queries confuse, per-tool accuracy."""
-    results = router.route_many([text for text, _ in queries], k) if queries else []
+    # findability, as ranked: an abstaining route would read as "never retrieved"
+    results = router.route_many([text for text, _ in queries], k, min_confidence=0.0) if queries else []
     retrieved: set[str] = set()
     per_tool: dict[str, list[tuple[bool, bool]]] = {}
     confusions: dict[tuple[str, str], list[str]] = {}
