@@ -8,9 +8,10 @@ features whose meaning does not change with the catalog's size or the embedding 
   lies above the request's cosine with requests that no tool serves, measured from where this
   catalog puts such requests, in their spread. The no-tool requests are a multilingual set that
   ships with toolsift (``toolsift/data/no_tool_requests.yaml``: small talk, thanks, creative
-  writing, opinions, general knowledge, reasoning, advice). Routed against the catalog, each one's
-  best tool tells how high an unrelated request's best cosine goes *in this catalog* (``center``,
-  ``spread``: a median and a scaled MAD, each request compared with the others, not itself);
+  writing, opinions, general knowledge, reasoning, advice). Compared with every tool of the
+  catalog, each one's best cosine tells how high an unrelated request's goes *in this catalog*
+  (``center``: the 90th percentile of their margins, each request compared with the other no-tool
+  requests, not itself; ``spread``: the center's distance from the median margin, in normal units);
 - **below_best**: how far the tool lies below the request's best match, in the same spread (a
   tool far below the best is unlikely to be the one);
 - **coverage**: how much of the request's wording the tool's text covers (BM25 over its ceiling,
@@ -64,7 +65,7 @@ class Shape:
     coverage: float
 
 
-SHAPE = Shape(intercept=-2.4293, above=1.3147, below_best=-5.4968, coverage=6.1402)
+SHAPE = Shape(intercept=-2.4293, above=1.3147, below_best=-5.4968, coverage=6.1403)
 """Fitted by benchmarks/abstention/fit_shape.py (its output names the figures)."""
 
 
@@ -108,7 +109,7 @@ class Calibration:
     shape: Shape = SHAPE
 
     @classmethod
-    def fit(cls, none_vectors: Matrix, best_evidence: Sequence[float], shape: Shape = SHAPE) -> Calibration:
+    def fit(cls, none_vectors: Matrix, best_evidence: Sequence[float] | np.ndarray, shape: Shape = SHAPE) -> Calibration:
         """From each no-tool request's best cosine in the catalog (``best_evidence``, in the
         order of ``none_vectors``): its margin over its no-tool neighbours, others than itself."""
         similar = none_vectors @ none_vectors.T

@@ -31,7 +31,7 @@ from toolsift.errors import IndexMismatch, InvalidQuery, UnknownTool
 from toolsift.index import BuildStats, IndexKind, ToolIndex
 from toolsift.index.lexical import LexicalIndex, search_tokens
 from toolsift.router.caller import DEFAULT_K
-from toolsift.router.confidence import Calibration, abstention, calibrated_for, no_tool_requests, no_tool_vectors
+from toolsift.router.confidence import Calibration, abstention, calibrated_for, no_tool_vectors
 from toolsift.router.formats import OutputFormat, format_tool
 from toolsift.router.intents import split_intents
 from toolsift.router.ranking import DenseMoments, Ranked, RankingConfig, rank
@@ -331,13 +331,21 @@ class Router:
         with self._calibration_lock:
             if self._calibration is None:
                 vectors = no_tool_vectors(self.embedder.name, self.embedder.dimension, self.embedder.embed_queries)
-                views = self.views(None)
-                best = [
-                    float(self._rank(text, vector, 5, None, views).evidence.max(initial=-1.0))
-                    for text, vector in zip(no_tool_requests(), vectors, strict=True)
-                ]
-                self._calibration = Calibration.fit(vectors, best)
+                self._calibration = Calibration.fit(vectors, self._best_cosines(vectors))
             return self._calibration
+
+    def _best_cosines(self, queries: Matrix, chunk: int = 8192) -> np.ndarray:
+        """Each query's best cosine with a tool's best view (its text, or one of the catalog's
+        example requests of it): one pass over the vectors, whatever the catalog's size."""
+        best = np.full(queries.shape[0], -1.0, dtype=np.float32)
+        count = len(self.catalog)
+        for start in range(0, count, chunk):
+            block = self.index.vectors.vectors(np.arange(start, min(count, start + chunk), dtype=np.int64))
+            best = np.maximum(best, (block @ queries.T).max(axis=0))
+        views = self.views(None)
+        if views is not None and len(views):
+            best = np.maximum(best, (views.vectors @ queries.T).max(axis=0))
+        return best
 
     def _intents(self, query: str, k: int) -> list[str]:
         """The parts of a multi-part query, each routed on its own too; [] when it has one part."""
