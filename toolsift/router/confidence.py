@@ -109,7 +109,9 @@ class Calibration:
     shape: Shape = SHAPE
 
     @classmethod
-    def fit(cls, none_vectors: Matrix, best_evidence: Sequence[float] | np.ndarray, shape: Shape = SHAPE) -> Calibration:
+    def fit(
+        cls, none_vectors: Matrix, best_evidence: Sequence[float] | np.ndarray, shape: Shape = SHAPE
+    ) -> Calibration:
         """From each no-tool request's best cosine in the catalog (``best_evidence``, in the
         order of ``none_vectors``): its margin over its no-tool neighbours, others than itself."""
         similar = none_vectors @ none_vectors.T
