@@ -187,3 +187,14 @@ def test_feedback_raises_the_confidence_of_the_tool_it_names(real_embedder: Embe
     router.learn(Feedback(request, "send_email"))
     learned = router.route(request, 3)
     assert not learned.abstained and learned.names[0] == "send_email" and learned.matches[0].confidence >= 0.5
+
+
+def test_feedback_refits_the_calibration_of_its_pool(real_embedder: Embedder) -> None:
+    router = Router.build(small_catalog(), real_embedder)
+    before = router.calibration("")
+    assert router.calibration("") is before  # nothing new, nothing refitted
+    # requests that read as small talk, fed as a tool's: that pool's no-tool requests now reach higher
+    router.learn([Feedback(text, "send_email") for text in ("thanks so much, you're great", "hello, how is it going?")])
+    after = router.calibration("")
+    assert after is not before and after.center > before.center
+    assert router.calibration(None).center == pytest.approx(before.center)  # the catalog's own is unchanged

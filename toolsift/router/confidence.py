@@ -19,8 +19,9 @@ features whose meaning does not change with the catalog's size or the embedding 
 
 The logistic's coefficients (``SHAPE``) are fitted by ``benchmarks/abstention/fit_shape.py`` on
 requests written for the bundled catalog and the no-tool set, never on benchmark data; what is
-catalog-specific is the center and spread, refitted by every router from its own catalog (a
-reload, an edit and a restart all refit; the same catalog gives the same calibration).
+catalog-specific is the center and spread, refitted by every router from its own catalog and,
+per feedback pool, with that pool's fed requests as views of their tools (a reload, an edit, new
+feedback and a restart all refit; the same catalog and feedback give the same calibration).
 """
 
 from __future__ import annotations

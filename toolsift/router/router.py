@@ -142,7 +142,8 @@ class Router:
         self._summaries: LRUCache[tuple[int, int], Matrix] = LRUCache(4 * len(index.catalog) + 1024)
         self._views: dict[str, tuple[int, ExampleViews | None]] = {}
         self._views_lock = threading.Lock()
-        self._calibration: Calibration | None = None
+        self._tool_best: np.ndarray | None = None
+        self._calibrations: dict[str, tuple[int, Calibration]] = {}
         self._calibration_lock = threading.Lock()
 
     # -- construction ----------------------------------------------------------------------
@@ -290,7 +291,7 @@ class Router:
                 if batch:
                     vectors.update(zip(batch, self.embed_queries(batch), strict=True))
         views = self.views(usage_pool) if eligible else None
-        calibration = self.calibration() if eligible else None
+        calibration = self.calibration(usage_pool) if eligible else None
         threshold = self.min_confidence if min_confidence is None else min_confidence
         results = []
         for query, parts in zip(checked, intents, strict=True):
@@ -325,26 +326,34 @@ class Router:
         config's, or 0 (never abstain) for an embedder the confidence is not calibrated for."""
         return self.ranking.min_confidence if calibrated_for(self.embedder.name) else 0.0
 
-    def calibration(self) -> Calibration:
-        """Where this catalog puts requests no tool serves (``toolsift.router.confidence``):
-        fitted on first use, from the catalog and its examples, once per router."""
+    def calibration(self, pool: str | None = None) -> Calibration:
+        """Where this catalog, with the views ``pool`` ranks with (its examples, and that pool's
+        feedback unless None), puts requests no tool serves (``toolsift.router.confidence``):
+        refitted when the pool's feedback changed, as its views are."""
+        version = self.usage.version if self.usage is not None and pool is not None else -1  # before the views
+        views = self.views(pool)
+        key = "\x00none" if pool is None else pool
         with self._calibration_lock:
-            if self._calibration is None:
-                vectors = no_tool_vectors(self.embedder.name, self.embedder.dimension, self.embedder.embed_queries)
-                self._calibration = Calibration.fit(vectors, self._best_cosines(vectors))
-            return self._calibration
+            known = self._calibrations.get(key)
+            if known is not None and known[0] == version:
+                return known[1]
+            vectors = no_tool_vectors(self.embedder.name, self.embedder.dimension, self.embedder.embed_queries)
+            if self._tool_best is None:
+                self._tool_best = self._best_text_cosines(vectors)
+            best = self._tool_best
+            if views is not None and len(views):  # a fed request lifts its tool for requests like it
+                best = np.maximum(best, (views.vectors @ vectors.T).max(axis=0))
+            calibration = Calibration.fit(vectors, best)
+            self._calibrations[key] = (version, calibration)
+            return calibration
 
-    def _best_cosines(self, queries: Matrix, chunk: int = 8192) -> np.ndarray:
-        """Each query's best cosine with a tool's best view (its text, or one of the catalog's
-        example requests of it): one pass over the vectors, whatever the catalog's size."""
+    def _best_text_cosines(self, queries: Matrix, chunk: int = 8192) -> np.ndarray:
+        """Each query's best cosine with a tool's own text: one pass over the vectors."""
         best = np.full(queries.shape[0], -1.0, dtype=np.float32)
         count = len(self.catalog)
         for start in range(0, count, chunk):
             block = self.index.vectors.vectors(np.arange(start, min(count, start + chunk), dtype=np.int64))
             best = np.maximum(best, (block @ queries.T).max(axis=0))
-        views = self.views(None)
-        if views is not None and len(views):
-            best = np.maximum(best, (views.vectors @ queries.T).max(axis=0))
         return best
 
     def _intents(self, query: str, k: int) -> list[str]:
@@ -375,7 +384,7 @@ class Router:
         its requests are embedded now, so the first route after it pays nothing."""
         self.usage = book
         for pool in book.pools():
-            self.views(pool)
+            self.calibration(pool)  # and its views
 
     def learn(self, feedback: Feedback | Sequence[Feedback]) -> None:
         """Record that a request was answered by a tool (a book is created on first use).
