@@ -37,6 +37,7 @@ from toolsift.router.deferred import DEFERRED_FORMATS, deferred_tools
 from toolsift.router.ranking import DEFAULT_LEXICAL_WEIGHT
 from toolsift.settings import BUNDLED_CATALOG, Settings
 from toolsift.tenants import Tenants, load_tenants
+from toolsift.tune_cli import tune_command
 
 
 class ToolsiftGroup(click.Group):
@@ -604,5 +605,5 @@ def deferred(index_path: Path | None, output_format: str) -> None:
     sys.stdout.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
 
 
-for _command in (*BENCH_COMMANDS, feedback_commands):
+for _command in (*BENCH_COMMANDS, feedback_commands, tune_command):
     main.add_command(_command)

@@ -298,3 +298,11 @@ class NotReady(ToolsiftError):
 
     def __init__(self) -> None:
         super().__init__("the index is not loaded yet; retry in a moment")
+
+
+class TuningRefused(ToolsiftError):
+    """``toolsift tune`` cannot tune, or will not publish what it tuned (the reason says which)."""
+
+    def __init__(self, reason: str, fix: str = "") -> None:
+        self.reason = reason
+        super().__init__(f"tuning refused: {reason}" + (f". {fix}" if fix else ""))

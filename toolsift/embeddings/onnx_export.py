@@ -28,15 +28,22 @@ WEIGHTS = "model.onnx.data"
 
 def export(model_folder: Path, out: Path) -> Path:
     """``out``/model.onnx and its weights, written from the model in ``model_folder``."""
+    with staging_folder(out) as staged:
+        write_graph(model_folder, staged)
+    return out
+
+
+def write_graph(model_folder: Path, folder: Path) -> Path:
+    """``folder``/model.onnx and its weights (``model.onnx.data``), from the model in
+    ``model_folder`` (which may be ``folder`` itself)."""
     import onnx
 
     from toolsift.embeddings.bert_graph import bert_model
 
     model = bert_model(model_folder)
-    with staging_folder(out) as staged:
-        onnx.save_model(model, str(staged / GRAPH), save_as_external_data=True, all_tensors_to_one_file=True,
-                        location=WEIGHTS, size_threshold=1024)  # fmt: skip
-    return out
+    onnx.save_model(model, str(folder / GRAPH), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=WEIGHTS, size_threshold=1024)  # fmt: skip
+    return folder / GRAPH
 
 
 @contextlib.contextmanager

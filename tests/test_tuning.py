@@ -1,0 +1,255 @@
+"""``toolsift tune``: pairs, training, the held-back check, publishing, rollback, and every
+process following a tune. The fast tests use the hashing model with an adapter (torch only); the
+``model`` tests fine-tune the real all-MiniLM-L6-v2 on a small catalog whose users speak a slang
+its descriptions never use."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from toolsift import Catalog, Router
+from toolsift.catalog import parse_catalog
+from toolsift.cli import main
+from toolsift.embeddings import get_embedder, model_beside
+from toolsift.embeddings.tuned import AdaptedEmbedder, tuning_manifest
+from toolsift.errors import TuningRefused
+from toolsift.router.usage import Feedback, FeedbackLimits, UsageBook
+from toolsift.tuning import models
+from toolsift.tuning.pairs import Pair, collect, hold_out
+from toolsift.tuning.trainer import Recipe, batches
+from toolsift.tuning.tune import TuneOptions, history, publish, rollback, tune
+
+from conftest import free_port, wait_until_serving
+
+VERBS = {"download": "yoink", "delete": "yeet", "view": "peep", "share": "slide"}
+"""What the tools do, and the slang their users say it in (never in a description)."""
+OBJECTS = ["report", "invoice", "photo", "contract", "playlist", "ticket", "receipt", "slide deck",
+           "spreadsheet", "podcast", "recipe", "passport scan"]  # fmt: skip
+TEMPLATES = ["{slang} the {obj} for me", "can you {slang} my {obj}", "please {slang} that {obj} now",
+             "i need to {slang} the latest {obj}"]  # fmt: skip
+
+
+def slang_catalog(with_examples: bool = True) -> Catalog:
+    """48 tools (verb x object); the first two templates of each are its examples."""
+    tools = []
+    for verb, slang in VERBS.items():
+        for obj in OBJECTS:
+            examples = [t.format(slang=slang, obj=obj) for t in TEMPLATES[:2]] if with_examples else []
+            tools.append({
+                "name": f"{verb}_{obj.replace(' ', '_')}",
+                "description": f"{verb.capitalize()} the user's {obj}.",
+                "parameters": {"type": "object", "properties": {"id": {"type": "string"}}},
+                "examples": examples,
+            })  # fmt: skip
+    return parse_catalog(tools, source="slang")
+
+
+def unseen_requests() -> list[tuple[str, str]]:
+    """(request, tool) in the two templates no example uses."""
+    return [
+        (t.format(slang=slang, obj=obj), f"{verb}_{obj.replace(' ', '_')}")
+        for verb, slang in VERBS.items()
+        for obj in OBJECTS
+        for t in TEMPLATES[2:]
+    ]
+
+
+def rank_of(router: Router, request: str, tool: str) -> int:
+    names = router.route(request, len(router.catalog), usage_pool=None, min_confidence=0.0).names
+    return names.index(tool) + 1
+
+
+# -- pairs and batches (no model) ------------------------------------------------------------
+
+
+def test_pairs_are_the_examples_and_the_feedback_that_ranks() -> None:
+    catalog = slang_catalog()
+    book = UsageBook(FeedbackLimits(quorum=2))
+    book.add(Feedback("grab that invoice", "download_invoice", contributor="key:alice"))
+    book.add(Feedback("make the photo vanish", "delete_photo", contributor="client:10.0.0.1"))  # alone: no quorum
+    book.add(Feedback("a tenant's request", "view_report", pool="acme", contributor="key:acme"))
+    book.add(Feedback("yoink the report for me", "download_report", contributor="key:bob"))  # an example already
+    pairs = collect(catalog, book)
+    assert Pair("grab that invoice", "download_invoice", "feedback") in pairs
+    assert not any(p.query in ("make the photo vanish", "a tenant's request") for p in pairs)
+    assert len(pairs) == 2 * len(catalog) + 1  # each request once
+
+
+def test_hold_out_keeps_a_request_whole_and_is_seeded() -> None:
+    pairs = [Pair(f"request {i // 2}", f"tool_{i}") for i in range(40)]
+    train, held = hold_out(pairs, 0.25, seed=3)
+    assert (train, held) == hold_out(pairs, 0.25, seed=3)
+    assert len({p.query for p in held}) == 5
+    assert not {p.query for p in held} & {p.query for p in train}
+
+
+def test_a_batch_never_holds_a_tool_or_a_request_twice() -> None:
+    pairs = [Pair(f"request {i % 7}", f"tool_{i % 5}") for i in range(200)] + [Pair("x", "tool_0")] * 3
+    for batch in batches(pairs, 4, seed=0):
+        assert len({p.tool for p in batch}) == len(batch) == len({p.query for p in batch})
+
+
+# -- adapter, publish, rollback (hashing model) ------------------------------------------------
+
+
+@pytest.fixture
+def slang_index(tmp_path: Path) -> Path:
+    return Router.build(slang_catalog(), get_embedder("hashing-256")).save(tmp_path / "index")
+
+
+def test_an_adapter_is_published_loaded_elsewhere_and_rolled_back(slang_index: Path) -> None:
+    router = Router.load(slang_index)
+    beside = model_beside(slang_index)
+    pairs = collect(router.catalog)
+    name, stats = models.make_adapter(router, pairs, Recipe(), beside)
+    assert stats.pairs > 0 and name.startswith("tuned-")
+    adapted = get_embedder(name, beside=beside)
+    assert isinstance(adapted, AdaptedEmbedder)
+    assert not np.allclose(adapted.matrix, np.eye(adapted.dimension))
+    tuned = Router.build(router.catalog, adapted)
+    publish(slang_index, "hashing-256", tuned)
+    code = "from toolsift import Router; import sys; print(Router.load(sys.argv[1]).embedder.name)"
+    loaded = subprocess.run([sys.executable, "-c", code, str(slang_index)], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == name  # a fresh process loads the tuned model from beside the index
+    with pytest.raises(TuningRefused, match="switched"):
+        publish(slang_index, "hashing-256", tuned)  # the folder moved on: a stale tune is refused
+    assert rollback(slang_index) == (name, "hashing-256")
+    assert Router.load(slang_index).embedder.name == "hashing-256"
+    with pytest.raises(TuningRefused, match="nothing to roll back"):
+        rollback(slang_index)
+
+
+def test_tune_refuses_too_few_pairs_and_changes_nothing(tmp_path: Path) -> None:
+    folder = Router.build(slang_catalog(with_examples=False), get_embedder("hashing-64")).save(tmp_path / "index")
+    before = (folder / "manifest.json").read_text()
+    result = CliRunner().invoke(main, ["tune", "--index", str(folder), "--kind", "adapter"])
+    assert result.exit_code == 1 and "fewer than 20" in result.output and "Add example requests" in result.output
+    assert (folder / "manifest.json").read_text() == before
+
+
+def test_a_tune_keeps_the_edits_made_while_it_trained(slang_index: Path) -> None:
+    router = Router.load(slang_index)
+    tuned = Router.build(router.catalog, get_embedder(models.make_adapter(router, collect(router.catalog), Recipe(),
+                                                                          model_beside(slang_index))[0],
+                                                         beside=model_beside(slang_index)))  # fmt: skip
+    edited = parse_catalog([*(t.model_dump(exclude_none=True) for t in router.catalog),
+                            {"name": "archive_report", "description": "Archive a report."}], source="edit")  # fmt: skip
+    router.rebuilt(edited).save(slang_index)  # an admin edit lands while the model trained
+    publish(slang_index, "hashing-256", tuned)
+    assert "archive_report" in Router.load(slang_index).catalog
+
+
+# -- the real model -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real_slang_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("slang") / "index"
+    return Router.build(slang_catalog(), get_embedder("all-MiniLM-L6-v2")).save(folder)
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_tuning_moves_requests_to_their_tools_even_unseen_wording(tmp_path: Path) -> None:
+    folder = Router.build(slang_catalog(), get_embedder("all-MiniLM-L6-v2")).save(tmp_path / "index")
+    router = Router.load(folder)
+    fed = ("please yoink that contract now", "download_contract")
+    book = UsageBook()
+    book.add(Feedback(*fed, contributor="key:ops"))
+    name, _ = models.make_full(router, collect(router.catalog, book), replace(Recipe(), epochs=2),
+                               model_beside(folder), model_beside(folder), deadline=time.monotonic() + 600)  # fmt: skip
+    tuned = Router.build(router.catalog, get_embedder(name, beside=model_beside(folder)))
+    assert rank_of(tuned, *fed) < rank_of(router, *fed) or rank_of(router, *fed) == 1
+    unseen = unseen_requests()
+    before = np.mean([1 / rank_of(router, q, t) for q, t in unseen])
+    after = np.mean([1 / rank_of(tuned, q, t) for q, t in unseen])
+    assert after > before + 0.1, (before, after)
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_tune_publishes_a_better_model_and_refuses_a_worse_one(tmp_path: Path) -> None:
+    folder = Router.build(slang_catalog(), get_embedder("all-MiniLM-L6-v2")).save(tmp_path / "index")
+    broken = TuneOptions(kind="full", hold_out=0.3, recipe=replace(Recipe(), learning_rate=0.05, epochs=2))
+    report = tune(folder, None, broken)
+    assert report.published_model is None and "worse" in report.reason, report.reason
+    assert Router.load(folder).embedder.name == "all-MiniLM-L6-v2"
+    assert not list(model_beside(folder).glob("tuned-*"))  # the refused model is not kept
+    result = CliRunner().invoke(main, ["tune", "--index", str(folder), "--json", "--hold-out", "0.3", "--epochs", "2"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    published = document["published_model"]
+    assert published and published.startswith("tuned-"), document["reason"]
+    best = next(c for c in document["candidates"] if c["name"] == published)
+    assert best["check"]["difference"][0] - best["check"]["difference"][1] > 0
+    manifest = tuning_manifest(model_beside(folder) / published)
+    assert manifest["previous_model"] == "all-MiniLM-L6-v2" and manifest["held_out"]["requests"] > 0
+    assert manifest["training"]["pairs"] == document["train_pairs"]
+    assert [entry["name"] for entry in history(folder)][0] == published
+    served = Router.load(folder)
+    assert served.embedder.name == published
+    unseen = unseen_requests()
+    base = Router.build(served.catalog, get_embedder("all-MiniLM-L6-v2"))
+    assert np.mean([1 / rank_of(served, q, t) for q, t in unseen]) > np.mean(
+        [1 / rank_of(base, q, t) for q, t in unseen]
+    )
+
+
+def serve(folder: Path, port: int, log: Path, **extra: str) -> subprocess.Popen[bytes]:
+    environment = {**os.environ, "TOOLSIFT_CACHE_DIR": "off", "TOOLSIFT_RELOAD_INTERVAL": "0.5",
+                   **{"TOOLSIFT_" + k.upper(): v for k, v in extra.items()}}  # fmt: skip
+    command = [sys.executable, "-m", "toolsift", "serve", "--index", str(folder), "--port", str(port)]
+    with open(log, "ab") as handle:
+        return subprocess.Popen(command, env=environment, stdout=handle, stderr=handle)
+
+
+def served_model(url: str) -> str:
+    return str(httpx.get(url + "/healthz", timeout=10).json().get("model"))
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_two_workers_follow_a_tune_a_restart_and_a_rollback(tmp_path: Path) -> None:
+    folder = Router.build(slang_catalog(), get_embedder("all-MiniLM-L6-v2")).save(tmp_path / "index")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    process = serve(folder, port, tmp_path / "serve.log", workers="2")
+    try:
+        wait_until_serving(url, process)
+        result = CliRunner().invoke(main, ["tune", "--index", str(folder), "--json", "--kind", "full", "--epochs", "2",
+                                           "--hold-out", "0.3"])  # fmt: skip
+        published = json.loads(result.output)["published_model"]
+        assert published, result.output
+        _until(lambda: all(served_model(url) == published for _ in range(8)), "the workers did not follow the tune")
+        request = {"query": "please peep that passport scan now", "k": 3}
+        assert httpx.post(url + "/route", json=request).json()["matches"][0]["name"] == "view_passport_scan"
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    process = serve(folder, port, tmp_path / "serve.log", workers="2")  # a restart serves the tuned model
+    try:
+        wait_until_serving(url, process)
+        assert served_model(url) == published
+        assert CliRunner().invoke(main, ["tune", "--index", str(folder), "--rollback"]).exit_code == 0
+        _until(lambda: all(served_model(url) == "all-MiniLM-L6-v2" for _ in range(8)), "the rollback was not followed")
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+def _until(condition: object, message: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, message
+        time.sleep(0.3)

@@ -1,0 +1,176 @@
+"""The tuning protocol (``toolsift bench --feedback-split F --split-by tool|query --tune``):
+does a model fine-tuned on fed requests route better, above all for tools no one asked for?
+
+``--split-by tool``: a seeded fraction F of the *tools* is known; the requests whose relevant
+tools are all known are fed (as feedback, and as training pairs), the requests whose relevant
+tools are all unknown are scored, mixed ones are left out. ``--split-by query``: F of the
+requests are fed, the rest scored (as ``--feedback-split``). Methods, on the same scored
+requests in one run:
+
+- ``toolsift``: the base model, no feedback;
+- ``toolsift+feedback``: the base model ranking with the fed requests (``Router.learn``);
+- ``toolsift+tuned``: the model ``toolsift tune`` would publish from those pairs (each kind it
+  tries, trained on them; with ``--tune-kind all`` every kind is a method of its own), no feedback;
+- ``toolsift+tuned+feedback``: that model, ranking with the fed requests too.
+
+Recall@K per method with its interval, paired differences (tuned minus toolsift, tuned+feedback
+minus feedback), the training time and pairs per second, and route p50 with each model.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from toolsift.bench.datasets import Dataset, Query
+from toolsift.bench.feedback import _paired, _recalls, feedback_of, split
+from toolsift.bench.metrics import interval95, mean
+from toolsift.embeddings import CachingEmbedder, Embedder, EmbeddingCache
+from toolsift.router import Router, within_query_limit
+from toolsift.router.threads import single_threaded_queries
+from toolsift.tuning import models
+from toolsift.tuning.pairs import Pair
+from toolsift.tuning.trainer import Kind, Recipe
+
+SplitBy = Literal["tool", "query"]
+LATENCY_QUERIES = 200
+
+
+@dataclass
+class TuningPoint:
+    dataset: str
+    fraction: float
+    split_by: str
+    fed: int
+    scored: int
+    pairs: int
+    recall: dict[str, dict[int, float]] = field(default_factory=dict)
+    ci95: dict[str, dict[int, float]] = field(default_factory=dict)
+    difference: dict[str, dict[int, tuple[float, float]]] = field(default_factory=dict)
+    """``name`` -> k -> (mean, paired half-width), names ``A - B``."""
+    training: dict[str, dict[str, float]] = field(default_factory=dict)
+    """kind -> seconds, pairs seen, pairs per second, stopped at the time limit (0/1)."""
+    route_p50_ms: dict[str, float] = field(default_factory=dict)
+
+
+def split_by_tool(
+    queries: Sequence[Query], tools: Sequence[str], fraction: float, seed: int = 0
+) -> tuple[list[Query], list[Query]]:
+    """(fed, scored): a seeded ``fraction`` of ``tools`` is known; requests all of whose tools are
+    known are fed, those with none known are scored, mixed ones left out."""
+    order = sorted(tools)
+    random.Random(seed).shuffle(order)
+    known = set(order[: int(round(fraction * len(order)))])
+    fed = [q for q in queries if all(tool in known for tool in q.relevant)]
+    scored = [q for q in queries if not any(tool in known for tool in q.relevant)]
+    return fed, scored
+
+
+def pairs_of(queries: Sequence[Query]) -> list[Pair]:
+    return [Pair(q.text, tool) for q in queries if within_query_limit(q.text) for tool in q.relevant]
+
+
+def run_tuning_curve(
+    dataset: Dataset, embedder: Embedder, fractions: Sequence[float], ks: Sequence[int], *,
+    split_by: SplitBy = "tool", kinds: Sequence[Kind] = ("full",), recipe: Recipe | None = None,
+    time_limit: float = 900.0, cache: EmbeddingCache | None = None, seed: int = 0, max_pairs: int | None = None,
+) -> list[TuningPoint]:  # fmt: skip
+    single_threaded_queries()
+    recipe = recipe or Recipe()
+    shared = CachingEmbedder(embedder)
+    base = Router.build(dataset.catalog, shared, cache=cache)
+    points = []
+    for fraction in fractions:
+        if split_by == "tool":
+            fed, scored = split_by_tool(dataset.with_tools, dataset.catalog.names, fraction, seed)
+        else:
+            fed, scored = split(dataset.with_tools, fraction, seed)
+        pairs = pairs_of(fed)
+        if max_pairs is not None and len(pairs) > max_pairs:
+            pairs = random.Random(seed).sample(pairs, max_pairs)
+        point = TuningPoint(dataset.name, fraction, split_by, len(fed), len(scored), len(pairs))
+        routers: dict[str, tuple[Router, str | None]] = {"toolsift": (base, None)}
+        learner = Router(base.index, shared, base.ranking)
+        learner.learn(feedback_of(fed))
+        routers["toolsift+feedback"] = (learner, "")
+        with tempfile.TemporaryDirectory(prefix="toolsift-tune-bench.") as workdir:
+            for kind in kinds:
+                label = "toolsift+tuned" if len(kinds) == 1 else f"toolsift+tuned:{kind}"
+                deadline = time.monotonic() + time_limit
+                name, stats = models.make(kind, base, pairs, recipe, Path(workdir), None, deadline=deadline)
+                tuned = Router.build(dataset.catalog, CachingEmbedder(models.load(name, Path(workdir))), cache=cache)
+                routers[label] = (tuned, None)
+                taught = Router(tuned.index, tuned.embedder, tuned.ranking)
+                taught.learn(feedback_of(fed))
+                routers[label + "+feedback"] = (taught, "")
+                point.training[kind] = {
+                    "seconds": round(stats.seconds, 1), "pairs_seen": stats.pairs,
+                    "pairs_per_second": round(stats.pairs_per_second, 2), "stopped_at_time_limit": int(stats.stopped_early),
+                }  # fmt: skip
+                point.route_p50_ms[f"{label} route"] = _route_p50(tuned, scored)
+            recalls = {name: _recalls(r, pool, scored, ks) for name, (r, pool) in routers.items()}
+        point.route_p50_ms["toolsift route"] = _route_p50(base, scored)
+        for name, per_k in recalls.items():
+            point.recall[name] = {k: round(mean(v), 4) for k, v in per_k.items()}
+            point.ci95[name] = {k: round(interval95(v), 4) for k, v in per_k.items()}
+            against = "toolsift+feedback" if name.endswith("+feedback") and name != "toolsift+feedback" else "toolsift"
+            if name != "toolsift":
+                point.difference[f"{name} - {against}"] = {k: _paired(per_k[k], recalls[against][k]) for k in ks}
+        points.append(point)
+    return points
+
+
+def _route_p50(router: Router, scored: Sequence[Query]) -> float:
+    """Median time of one uncached route (embedding and ranking) on the same requests: a fresh
+    router over the same index, its query cache empty, the embedder without the bench's memo."""
+    inner: Embedder = getattr(router.embedder, "inner", router.embedder)
+    fresh = Router(router.index, inner, router.ranking)
+    texts = [q.text for q in scored if within_query_limit(q.text)][:LATENCY_QUERIES]
+    if texts:
+        fresh.route(texts[0] + " warm-up", 5, usage_pool=None)
+    timings = []
+    for text in texts:
+        started = time.perf_counter()
+        fresh.route(text, 5, usage_pool=None)
+        timings.append((time.perf_counter() - started) * 1000)
+    return round(statistics.median(timings), 3) if timings else 0.0
+
+
+def tuning_table(points: Sequence[TuningPoint], k: int = 5) -> str:
+    lines = [f"| dataset | split | F | fed | scored | pairs | method | R@{k} | paired difference | train s | pairs/s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for p in points:
+        for name in p.recall:
+            difference = next((f"{key}: {d[k][0]:+.3f} ± {d[k][1]:.3f}" for key, d in p.difference.items()
+                               if key.startswith(name + " - ")), "")  # fmt: skip
+            kind = "adapter" if "adapter" in name else "full" if "tuned" in name else ""
+            train = p.training.get(kind) or (next(iter(p.training.values())) if "tuned" in name and p.training else {})
+            cells = [p.dataset, p.split_by, f"{p.fraction:g}", str(p.fed), str(p.scored), str(p.pairs), name,
+                     f"{p.recall[name][k]:.3f} ± {p.ci95[name][k]:.3f}", difference,
+                     f"{train.get('seconds', '')}", f"{train.get('pairs_per_second', '')}"]  # fmt: skip
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def tuning_document(points: Sequence[TuningPoint], model: str, command: str) -> dict[str, Any]:
+    return {
+        "schema": "toolsift-tuning-bench/1",
+        "model": model,
+        "command": command,
+        "points": [
+            {
+                **asdict(p),
+                **{
+                    key: {n: {str(k): v for k, v in per.items()} for n, per in getattr(p, key).items()}
+                    for key in ("recall", "ci95", "difference")
+                },
+            }  # fmt: skip
+            for p in points
+        ],
+    }

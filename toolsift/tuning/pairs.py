@@ -1,0 +1,69 @@
+"""What tuning learns from: (request, tool) pairs a catalog and its users vouch for.
+
+Two sources: the catalog's own ``examples`` (a curator wrote them), and the feedback the router
+already ranks with (``UsageBook.examples``: trusted contributors' requests, and untrusted ones'
+only once a quorum agree). Raw feedback that does not rank is never trained on: a model is harder
+to take back than a feedback record. Requests go in whole: a request answered by two tools is
+two pairs, held out or kept together (``hold_out``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from toolsift.catalog import Catalog
+from toolsift.router import within_query_limit
+from toolsift.router.usage import UsageBook
+
+Source = Literal["example", "feedback"]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """``query`` was answered by ``tool`` (a catalog name)."""
+
+    query: str
+    tool: str
+    source: Source = "feedback"
+
+
+def collect(catalog: Catalog, book: UsageBook | None = None, pool: str = "") -> list[Pair]:
+    """The catalog's examples, then ``pool``'s ranking feedback, for tools the catalog holds;
+    each (request, tool) once. ``pool`` ``""``: the service's own feedback (without tenants, or
+    the operator's); a tenant's requests stay out of a model every tenant is served by."""
+    pairs = [Pair(text, tool.name, "example") for tool in catalog for text in tool.examples]
+    if book is not None:
+        pairs += [Pair(text, tool, "feedback") for tool, text in book.examples(pool) if tool in catalog]
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for pair in pairs:
+        key = (pair.query.strip().casefold(), pair.tool)
+        if key not in seen and within_query_limit(pair.query):
+            seen.add(key)
+            kept.append(pair)
+    return kept
+
+
+def hold_out(pairs: Sequence[Pair], fraction: float, seed: int = 0) -> tuple[list[Pair], list[Pair]]:
+    """(train, held): a seeded ``fraction`` of the distinct requests, with all their pairs, held
+    back to judge the tuned model on requests it never saw (at least one when there are two)."""
+    requests = sorted({_request(pair) for pair in pairs})
+    random.Random(seed).shuffle(requests)
+    count = min(len(requests) - 1, max(1, round(fraction * len(requests)))) if len(requests) > 1 else 0
+    held = set(requests[:count])
+    return [p for p in pairs if _request(p) not in held], [p for p in pairs if _request(p) in held]
+
+
+def by_request(pairs: Sequence[Pair]) -> dict[str, set[str]]:
+    """request text -> the tools that answered it."""
+    grouped: dict[str, set[str]] = {}
+    for pair in pairs:
+        grouped.setdefault(pair.query, set()).add(pair.tool)
+    return grouped
+
+
+def _request(pair: Pair) -> str:
+    return pair.query.strip().casefold()

@@ -1,0 +1,213 @@
+"""``toolsift tune`` as a function: collect the pairs, hold some back, train each kind, keep the
+best that beats the model in use on the held-back requests, and publish it like any rebuild.
+
+Publishing writes the model's folder beside the index (``<index>.model/tuned-<digest>/``, with
+its ``tuning.json``: base and previous model, pairs, held-back figures, recipe), then re-embeds
+the catalog with it and swaps the index folder in under the folder's lock: every worker and
+replica following the folder loads the new model with it (the manifest names it). ``rollback``
+rebuilds with the previous model. A refusal changes nothing and says why.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from toolsift.embeddings import get_embedder, model_beside
+from toolsift.embeddings.tuned import MANIFEST, PREFIX, is_tuned, tuned_folder, tuning_manifest
+from toolsift.errors import TuningRefused
+from toolsift.index import IndexKind
+from toolsift.index.folder_lock import folder_lock
+from toolsift.router import Router
+from toolsift.router.usage import UsageBook
+from toolsift.tuning import models
+from toolsift.tuning.check import HeldOutCheck, compare, without_requests
+from toolsift.tuning.pairs import Pair, collect, hold_out
+from toolsift.tuning.trainer import Kind, Recipe
+
+KindChoice = Literal["auto", "full", "adapter"]
+KEEP = 3
+"""Tuned model folders kept beside an index: the one in use, the one before it, and the newest."""
+MIN_PAIRS = 20
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    kind: KindChoice = "auto"
+    """``auto``: train every kind the model allows (whole encoder, adapter) and keep the best."""
+    time_limit: float = 900.0
+    """Seconds of training per kind; training stops there and the model so far is judged."""
+    hold_out: float = 0.2
+    seed: int = 0
+    pool: str = ""
+    min_pairs: int = MIN_PAIRS
+    recipe: Recipe = field(default_factory=Recipe)
+
+
+@dataclass
+class Candidate:
+    kind: str
+    name: str
+    training: dict[str, Any]
+    check: dict[str, Any]
+    accepted: bool
+    reason: str
+
+
+@dataclass
+class TuneReport:
+    index: str
+    previous_model: str
+    published_model: str | None
+    pairs: int
+    train_pairs: int
+    held_requests: int
+    candidates: list[Candidate]
+    reason: str
+    seconds: float
+
+    def document(self) -> dict[str, Any]:
+        return {"schema": "toolsift-tune/1", **asdict(self)}
+
+
+Say = Callable[[str], None]
+
+
+def tune(index_path: Path, book: UsageBook | None, options: TuneOptions | None = None, *,
+         progress: bool = False, say: Say = lambda _: None) -> TuneReport:  # fmt: skip
+    """Tune the model of the index folder ``index_path`` on its examples and ``book``'s feedback."""
+    options = options or TuneOptions()
+    started = time.monotonic()
+    router = Router.load(index_path)
+    beside = model_beside(index_path)
+    pairs = collect(router.catalog, book, options.pool)
+    if len(pairs) < options.min_pairs:
+        raise TuningRefused(
+            f"{len(pairs)} (request, tool) pairs, fewer than {options.min_pairs}",
+            "Add example requests to the catalog's tools, or let users send feedback, then tune again",
+        )
+    train, held = hold_out(pairs, options.hold_out, options.seed)
+    say(f"{len(pairs)} pairs: {len(train)} to train on, {len(held)} held back; model in use {router.embedder.name}")
+    current = router.rebuilt(without_requests(router.catalog, held))
+    made = [
+        _candidate(kind, current, train, held, options, beside, progress, say)
+        for kind in _kinds(options.kind, router, beside)
+    ]
+    candidates = [candidate for candidate, _ in made]
+    best = max((c for c in candidates if c.accepted), key=lambda c: c.check["difference"][0], default=None)
+    for candidate in candidates:
+        if candidate is not best:
+            shutil.rmtree(beside / candidate.name, ignore_errors=True)
+    report = TuneReport(
+        str(index_path), router.embedder.name, None, len(pairs), len(train), len({p.query for p in held}),
+        candidates, "", 0.0,
+    )  # fmt: skip
+    if best is None:
+        report.reason = "nothing published: " + "; ".join(f"{c.kind}: {c.reason}" for c in candidates)
+    else:
+        _record(beside / best.name, router.embedder.name, best, len(pairs))
+        publish(index_path, router.embedder.name, next(r for c, r in made if c is best))
+        prune(beside, keep=(best.name, router.embedder.name))
+        report.published_model = best.name
+        report.reason = f"published {best.name} ({best.kind}): {best.reason}"
+    report.seconds = round(time.monotonic() - started, 1)
+    return report
+
+
+def _kinds(choice: KindChoice, router: Router, beside: Path) -> list[Kind]:
+    whole = models.full_source(router.embedder.name, beside) is not None
+    if choice == "full" and not whole:
+        raise TuningRefused(
+            f"the model {router.embedder.name} cannot be fine-tuned whole", "Use --kind adapter or auto"
+        )
+    if choice == "auto":
+        return ["full", "adapter"] if whole else ["adapter"]
+    return [choice]
+
+
+def _candidate(kind: Kind, current: Router, train: Sequence[Pair], held: Sequence[Pair], options: TuneOptions,
+               beside: Path, progress: bool, say: Say) -> tuple[Candidate, Router]:  # fmt: skip
+    beside.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + options.time_limit
+    name, _ = models.make(kind, current, train, options.recipe, beside, beside, deadline=deadline, progress=progress)
+    training = tuning_manifest(beside / name)["training"]
+    say(
+        f"{kind}: trained on {training['pairs_seen']} pairs in {training['seconds']} s; checking on the held-back requests"
+    )
+    tuned = Router.build(current.catalog, get_embedder(name, beside=beside), ranking=current.ranking)
+    check = compare(current, tuned, train, held)
+    say(f"{kind}: {check.reason}")
+    return Candidate(kind, name, training, _check_document(check), check.accepted, check.reason), tuned
+
+
+def _check_document(check: HeldOutCheck) -> dict[str, Any]:
+    return {**asdict(check), "difference": list(check.difference), "recall_difference": list(check.recall_difference)}
+
+
+def _record(folder: Path, previous: str, best: Candidate, pairs: int) -> None:
+    manifest = tuning_manifest(folder)
+    manifest.update(previous_model=previous, held_out=best.check, pairs_collected=pairs,
+                    created_at=datetime.now(UTC).isoformat(timespec="seconds"))  # fmt: skip
+    temporary = folder / f".{MANIFEST}.tmp"
+    temporary.write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    temporary.replace(folder / MANIFEST)
+
+
+def publish(index_path: Path, expected: str, tuned: Router) -> None:
+    """Serve ``tuned`` (a router with the new model, built beforehand, outside the lock) from the
+    index folder: under the folder's lock, brought to the folder's catalog as it is now (edits made
+    while tuning are kept; only the tools they changed are embedded) and swapped in. Refused if
+    the folder changed model meanwhile (another tune or a rebuild)."""
+    with folder_lock(index_path):
+        serving = Router.load(index_path)
+        if serving.embedder.name != expected:
+            raise TuningRefused(
+                f"the index folder switched from {expected} to {serving.embedder.name} while tuning", "Tune again"
+            )
+        kind: IndexKind = "hnsw" if serving.index.manifest.kind == "hnsw" else "flat"
+        tuned.rebuilt(serving.catalog, kind=kind).save(index_path)
+
+
+def rollback(index_path: Path) -> tuple[str, str]:
+    """Serve the model in use before the current tuned one; returns (from, to)."""
+    router = Router.load(index_path)
+    current = router.embedder.name
+    if not is_tuned(current):
+        raise TuningRefused(f"the index serves {current}, not a tuned model: nothing to roll back to")
+    beside = model_beside(index_path)
+    previous = str(tuning_manifest(tuned_folder(beside, current)).get("previous_model", ""))
+    if not previous:
+        raise TuningRefused(
+            f"{current}'s tuning.json names no previous model", "Rebuild the index with `toolsift build`"
+        )
+    publish(
+        index_path, current, Router.build(router.catalog, get_embedder(previous, beside=beside), ranking=router.ranking)
+    )
+    return current, previous
+
+
+def history(index_path: Path) -> list[dict[str, Any]]:
+    """The tuned models kept beside the index, newest first, each with its ``tuning.json``."""
+    beside = model_beside(index_path)
+    folders = (
+        sorted(beside.glob(PREFIX + "*"), key=lambda p: p.stat().st_mtime, reverse=True) if beside.is_dir() else []
+    )
+    return [tuning_manifest(folder) for folder in folders if (folder / MANIFEST).is_file()]
+
+
+def prune(beside: Path, keep: Sequence[str]) -> None:
+    """Remove tuned model folders beyond the newest ``KEEP`` (never one named in ``keep``)."""
+    folders = sorted(beside.glob(PREFIX + "*"), key=lambda p: p.stat().st_mtime, reverse=True)
+    kept = {*keep, *(folder.name for folder in folders[:KEEP])}
+    for name in list(kept):  # an adapter needs the tuned model it maps
+        if (beside / name / MANIFEST).is_file():
+            kept.add(str(tuning_manifest(beside / name).get("base_model", "")))
+    for folder in folders:
+        if folder.name not in kept:
+            shutil.rmtree(folder, ignore_errors=True)
