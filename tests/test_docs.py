@@ -48,6 +48,7 @@ def test_every_route_is_documented(tiny_router: Router) -> None:
         "/admin/reload",
         "/admin/approve",
         "/admin/status",
+        "/admin/tune",
         "/admin/tools",
         "/admin/tools/{name}",
         "/feedback",

@@ -17,6 +17,7 @@ import httpx
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from test_replicas import ADMIN, RedisServer, Replica
 
 from toolsift import Catalog, Router
 from toolsift.catalog import parse_catalog
@@ -86,12 +87,16 @@ def test_pairs_are_the_examples_and_the_feedback_that_ranks() -> None:
     assert len(pairs) == 2 * len(catalog) + 1  # each request once
 
 
-def test_hold_out_keeps_a_request_whole_and_is_seeded() -> None:
-    pairs = [Pair(f"request {i // 2}", f"tool_{i}") for i in range(40)]
+def test_hold_out_holds_back_tools_with_their_requests_and_is_seeded() -> None:
+    pairs = [Pair(f"request {i}", f"tool_{i % 20}") for i in range(100)]
+    pairs += [Pair("a request for two", "tool_0"), Pair("a request for two", "tool_1")]
     train, held = hold_out(pairs, 0.25, seed=3)
     assert (train, held) == hold_out(pairs, 0.25, seed=3)
-    assert len({p.query for p in held}) == 5
-    assert not {p.query for p in held} & {p.query for p in train}
+    held_tools = {p.tool for p in held}
+    assert len(held_tools) == 5 and not held_tools & {p.tool for p in train}
+    assert all(p.query not in {q.query for q in held} for p in train)
+    both = [p for p in [*train, *held] if p.query == "a request for two"]
+    assert len(both) in (0, 2)  # whole, or left out when its tools are split
 
 
 def test_a_batch_never_holds_a_tool_or_a_request_twice() -> None:
@@ -253,3 +258,38 @@ def _until(condition: object, message: str, seconds: float = 60) -> None:
     while not condition():  # type: ignore[operator]
         assert time.monotonic() < deadline, message
         time.sleep(0.3)
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_admin_tune_runs_once_and_two_replicas_follow_it(tmp_path: Path) -> None:
+    from toolsift.tuning.jobs import tune_lock
+
+    redis_server = RedisServer(tmp_path)
+    redis_server.start()
+
+    folder = Router.build(slang_catalog(), get_embedder("all-MiniLM-L6-v2")).save(tmp_path / "index")
+    replicas = [Replica(folder, redis_server.url, tmp_path / "serve.log") for _ in range(2)]
+    try:
+        request = {"kind": "full", "epochs": 2, "hold_out": 0.3}
+        assert httpx.post(replicas[0].url + "/admin/tune", json=request).status_code == 401  # admin only
+        assert httpx.post(replicas[0].url + "/admin/tune", json={"kind": "gpu"}, headers=ADMIN).status_code == 422
+        with tune_lock(folder):  # another tune holds the index
+            busy = httpx.post(replicas[1].url + "/admin/tune", json=request, headers=ADMIN)
+            assert busy.status_code == 409 and "another tune" in busy.json()["error"]["message"]
+        started = httpx.post(replicas[0].url + "/admin/tune", json=request, headers=ADMIN)
+        assert started.status_code == 202, started.text
+
+        def status() -> dict[str, object]:
+            return dict(httpx.get(replicas[1].url + "/admin/tune", headers=ADMIN).json())
+
+        _until(lambda: status()["state"] not in ("running", "never"), "the tune did not finish", seconds=600)
+        document = status()
+        assert document["state"] == "done", document
+        published = document["report"]["published_model"]  # type: ignore[index]
+        assert published, document
+        _until(lambda: all(served_model(r.url) == published for r in replicas), "the replicas did not follow")
+    finally:
+        for replica in replicas:
+            replica.stop()
+        redis_server.stop()

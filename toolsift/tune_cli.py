@@ -4,7 +4,7 @@ if it beats the model in use on held-back requests; ``--rollback`` returns to th
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import click
@@ -13,6 +13,7 @@ import orjson
 from toolsift.index.feedback_log import feedback_log_path
 from toolsift.router.usage import FeedbackLimits, UsageBook
 from toolsift.settings import Settings
+from toolsift.tuning.jobs import read_status, tune_lock, write_status
 from toolsift.tuning.trainer import Recipe
 from toolsift.tuning.tune import TuneOptions, TuneReport, history, rollback, tune
 
@@ -32,11 +33,12 @@ from toolsift.tuning.tune import TuneOptions, TuneReport, history, rollback, tun
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--rollback", "roll_back", is_flag=True, help="Serve the model in use before the current tuned one.")
 @click.option("--history", "show_history", is_flag=True, help="List the tuned models kept beside the index.")
+@click.option("--status", "show_status", is_flag=True, help="How the last tune of the index went (or is going).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def tune_command(
     index_path: Path | None, kind: str, time_limit: float, hold_out: float, epochs: int, learning_rate: float,
-    seed: int, roll_back: bool, show_history: bool, quiet: bool, as_json: bool,
+    seed: int, roll_back: bool, show_history: bool, show_status: bool, quiet: bool, as_json: bool,
 ) -> None:  # fmt: skip
     """Fine-tune the index's embedding model on the requests it has seen: the catalog's examples and
     the feedback that ranks (trusted, or agreed by a quorum). A seeded share of the requests is held
@@ -47,14 +49,33 @@ def tune_command(
     if show_history:
         click.echo(orjson.dumps(history(folder), option=orjson.OPT_INDENT_2).decode())
         return
+    if show_status:
+        click.echo(orjson.dumps(read_status(folder), option=orjson.OPT_INDENT_2).decode())
+        return
     if roll_back:
-        before, after = rollback(folder)
+        with tune_lock(folder):
+            before, after = rollback(folder)
+        if settings.redis_url:
+            from toolsift.service.replicas import Replicas
+
+            Replicas(settings.redis_url, settings.redis_prefix).announce("index", after)
         click.echo(f"{folder}: now serving {after} (was {before})")
         return
     options = TuneOptions(kind=kind, time_limit=time_limit, hold_out=hold_out, seed=seed,  # type: ignore[arg-type]
                           recipe=replace(Recipe(), epochs=epochs, learning_rate=learning_rate, seed=seed))  # fmt: skip
     say = (lambda _: None) if as_json else (lambda line: click.echo(line, err=True))
-    report = tune(folder, feedback_book(folder, settings), options, progress=not (quiet or as_json), say=say)
+    with tune_lock(folder):
+        write_status(folder, "running", options=asdict(options))
+        try:
+            report = tune(folder, feedback_book(folder, settings), options, progress=not (quiet or as_json), say=say)
+        except Exception as error:
+            write_status(folder, "failed", error=str(error))
+            raise
+        write_status(folder, "done", report=report.document())
+    if report.published_model and settings.redis_url:  # replicas load it now instead of at their next poll
+        from toolsift.service.replicas import Replicas
+
+        Replicas(settings.redis_url, settings.redis_prefix).announce("index", report.published_model)
     click.echo(orjson.dumps(report.document(), option=orjson.OPT_INDENT_2).decode() if as_json else summary(report))
 
 

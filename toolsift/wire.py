@@ -489,3 +489,14 @@ class AdminStatus(WireModel):
     catalog_fingerprint: str
     sessions: int
     live: dict[str, Any] | None = Field(description="Each MCP server's state and the reload history; null without")
+
+
+class TuneRequest(WireModel):
+    """``POST /admin/tune``: fine-tune the index's model in a process of its own (``toolsift tune``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["auto", "full", "adapter"] = Field("auto", description="full, adapter, or auto: each, keep the best")
+    time_limit: float = Field(900, ge=1, le=24 * 3600, description="Seconds of training per kind")
+    hold_out: float = Field(0.2, ge=0.05, le=0.5, description="Share of the requests held back to judge it")
+    epochs: int = Field(1, ge=1, le=20)

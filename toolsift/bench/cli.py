@@ -9,8 +9,9 @@ import functools
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import click
 
@@ -105,6 +106,32 @@ def _feedback_bench(
     write_figures(json_path, points_document(points, settings.model, command))
 
 
+@dataclass(frozen=True)
+class TuningRun:
+    split_by: Literal["tool", "query"]
+    kinds: list[Literal["full", "adapter"]]
+    time_limit: float
+    max_pairs: int | None
+
+
+def _tuning_bench(
+    datasets: list[Dataset], fractions: list[float], ks: list[int], settings: Settings, run: TuningRun,
+    json_path: Path | None, command: str,
+) -> None:  # fmt: skip
+    from toolsift.bench.tuning import run_tuning_curve, tuning_document, tuning_table
+
+    points = []
+    for dataset in datasets:
+        embedder = embedder_for(settings.model, dataset.catalog)
+        click.echo(f"== {dataset.name}: {len(dataset.catalog)} tools, model {embedder.name}, split by {run.split_by}, "
+                   f"F {fractions}, tuning {','.join(run.kinds)}")  # fmt: skip
+        found = run_tuning_curve(dataset, embedder, fractions, ks, split_by=run.split_by, kinds=run.kinds,
+                                 time_limit=run.time_limit, max_pairs=run.max_pairs)  # fmt: skip
+        click.echo(tuning_table(found, 5 if 5 in ks else ks[-1]))
+        points += found
+    write_figures(json_path, tuning_document(points, settings.model, command))
+
+
 def need_folders(folders: list[Path]) -> None:
     if not folders:
         raise click.UsageError("say what to run: --dataset DIR or --datasets ROOT")
@@ -160,6 +187,18 @@ def dataset_pairs(folders: list[Path], tools: Path | None, queries: Path | None)
     help="Comma-separated fractions F (e.g. 0,0.1,0.25,0.5): feed F of each dataset's queries as feedback "
     "(seeded) and score toolsift with and without it on the rest (see benchmarks/README.md).",
 )
+@click.option(
+    "--split-by",
+    type=click.Choice(["query", "tool"]),
+    default=None,
+    help="With --feedback-split: 'tool' makes F of the tools known (their requests fed, the requests for the "
+    "other tools scored) and adds the tuned methods; 'query' with --tune adds them to the query split.",
+)
+@click.option("--tune", "tune_kinds", help="With --feedback-split: tune on the fed pairs (full, adapter, or both: "
+              "full,adapter) and score toolsift+tuned and toolsift+tuned+feedback [default with --split-by tool: full].")  # fmt: skip
+@click.option("--tune-time-limit", type=click.FloatRange(1), default=900, show_default=True,
+              help="Seconds of training per kind.")  # fmt: skip
+@click.option("--tune-pairs", type=click.IntRange(1), help="Train on at most this many fed pairs (a seeded sample).")
 @no_cache_option
 def bench(
     tools: Path | None,
@@ -172,6 +211,10 @@ def bench(
     json_path: Path | None,
     report_dir: Path | None,
     feedback_split: str | None,
+    split_by: str | None,
+    tune_kinds: str | None,
+    tune_time_limit: float,
+    tune_pairs: int | None,
     no_cache: bool,
 ) -> None:
     """Measure selection accuracy of toolsift and baselines (BM25, dense, random) on labelled queries."""
@@ -181,6 +224,13 @@ def bench(
     datasets = [load_dataset(t, q).sample(limit) for t, q in dataset_pairs(folders, tools, queries)]
     settings = Settings.from_env(None, model=model)
     command = command_line("bench")
+    if feedback_split is not None and (split_by == "tool" or tune_kinds):
+        kinds = [k.strip() for k in (tune_kinds or "full").split(",") if k.strip()]
+        if any(k not in ("full", "adapter") for k in kinds):
+            raise click.BadParameter(f"--tune takes full, adapter or full,adapter, not {tune_kinds!r}")
+        tuning = TuningRun(split_by or "query", kinds, tune_time_limit, tune_pairs)  # type: ignore[arg-type]
+        _tuning_bench(datasets, parse_fractions(feedback_split), cutoffs, settings, tuning, json_path, command)
+        return
     if feedback_split is not None:
         cache = None if no_cache else settings.open_cache()
         _feedback_bench(datasets, parse_fractions(feedback_split), cutoffs, settings, cache, json_path, command)

@@ -26,6 +26,7 @@ from toolsift.errors import (
     TenantUnauthorized,
     ToolNotFound,
     ToolsiftError,
+    TuningRefused,
     Unauthorized,
 )
 
@@ -51,6 +52,7 @@ STATUS_CODES: dict[type[ToolsiftError], int] = {
     IndexMismatch: 409,
     CatalogManagedElsewhere: 409,
     NotAGateway: 409,
+    TuningRefused: 409,
     EmbedderUnavailable: 500,
     ReloadFailed: 502,
     IndexBusy: 503,

@@ -3,8 +3,8 @@
 Two sources: the catalog's own ``examples`` (a curator wrote them), and the feedback the router
 already ranks with (``UsageBook.examples``: trusted contributors' requests, and untrusted ones'
 only once a quorum agree). Raw feedback that does not rank is never trained on: a model is harder
-to take back than a feedback record. Requests go in whole: a request answered by two tools is
-two pairs, held out or kept together (``hold_out``).
+to take back than a feedback record. A request answered by two tools is two pairs, held
+back or kept together (``hold_out``).
 """
 
 from __future__ import annotations
@@ -48,13 +48,19 @@ def collect(catalog: Catalog, book: UsageBook | None = None, pool: str = "") -> 
 
 
 def hold_out(pairs: Sequence[Pair], fraction: float, seed: int = 0) -> tuple[list[Pair], list[Pair]]:
-    """(train, held): a seeded ``fraction`` of the distinct requests, with all their pairs, held
-    back to judge the tuned model on requests it never saw (at least one when there are two)."""
-    requests = sorted({_request(pair) for pair in pairs})
-    random.Random(seed).shuffle(requests)
-    count = min(len(requests) - 1, max(1, round(fraction * len(requests)))) if len(requests) > 1 else 0
-    held = set(requests[:count])
-    return [p for p in pairs if _request(p) not in held], [p for p in pairs if _request(p) in held]
+    """(train, held): a seeded ``fraction`` of the tools is held back with every request that
+    named only held tools; requests naming held and kept tools are in neither (as in
+    ``toolsift bench --split-by tool``). The check then measures what tuning is for: requests
+    for tools the training never saw (a kept tool's requests are served by its feedback views
+    already). At least one tool is held back when there are two."""
+    tools = sorted({pair.tool for pair in pairs})
+    random.Random(seed).shuffle(tools)
+    count = min(len(tools) - 1, max(1, round(fraction * len(tools)))) if len(tools) > 1 else 0
+    held_tools = set(tools[:count])
+    answered = by_request(pairs)
+    held = {query for query, named in answered.items() if named <= held_tools}
+    mixed = {query for query, named in answered.items() if named & held_tools and query not in held}
+    return [p for p in pairs if p.query not in held | mixed], [p for p in pairs if p.query in held]
 
 
 def by_request(pairs: Sequence[Pair]) -> dict[str, set[str]]:
@@ -63,7 +69,3 @@ def by_request(pairs: Sequence[Pair]) -> dict[str, set[str]]:
     for pair in pairs:
         grouped.setdefault(pair.query, set()).add(pair.tool)
     return grouped
-
-
-def _request(pair: Pair) -> str:
-    return pair.query.strip().casefold()

@@ -12,7 +12,8 @@ from toolsift.errors import NotAGateway, ToolNotFound
 from toolsift.service.catalog_updates import change_catalog, reload_index_folder
 from toolsift.service.dependencies import State, require_admin
 from toolsift.service.schemas import AdminChange, AdminStatus, FeedbackReset, FeedbackSummary, ReloadResult, ToolsIn
-from toolsift.wire import ApproveRequest, ApproveResult
+from toolsift.service.tune_runs import start_tune, tune_status
+from toolsift.wire import ApproveRequest, ApproveResult, TuneRequest
 
 logger = logging.getLogger("toolsift.service")
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
@@ -113,6 +114,21 @@ async def approve(request: ApproveRequest, state: State) -> dict[str, Any]:
     if state.live is None:
         raise NotAGateway("approve tools of")
     return await state.live.approve(request.server, request.tools)
+
+
+@router.post("/tune", summary="Fine-tune the model on examples and feedback (admin token)", status_code=202)
+def tune(request: TuneRequest, state: State) -> dict[str, Any]:
+    """Start ``toolsift tune`` on the index folder in a process of its own: it trains, checks the
+    tuned model on held-back requests and publishes it only if it is better (every worker follows).
+    409 while another tune runs. Follow it with ``GET /admin/tune``."""
+    return start_tune(state, request)
+
+
+@router.get("/tune", summary="How the last tune went, or is going (admin token)")
+def tune_progress(state: State) -> dict[str, Any]:
+    """``state``: never, running, done (with the report: published model or why not), failed or
+    interrupted."""
+    return tune_status(state)
 
 
 @router.get("/status", summary="Catalog sources and reload history (admin token)", response_model=AdminStatus)
