@@ -282,6 +282,32 @@ def feedback_section(document: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def tuning_section(document: dict[str, Any]) -> str:
+    """One run of ``toolsift bench --feedback-split F --split-by tool|query --tune ...``."""
+    from toolsift.bench.tuning import TuningPoint, tuning_table
+
+    points = [TuningPoint(**{**p, **_int_keys(p)}) for p in document["points"]]
+    split = points[0].split_by if points else "tool"
+    anchor = "## Fine-tuning" + (" (split by tool)" if split == "tool" else " (split by query)")
+    explain = (
+        "A seeded half of the *tools* is known: requests whose tools are all known are fed (as feedback, and as "
+        "the pairs a model is tuned on); requests whose tools are all unknown are scored (mixed ones left out). "
+        "This is what tuning is for: tools no one has asked for yet."
+        if split == "tool"
+        else "A seeded half of the requests is fed (feedback, and the tuning pairs); the other half is scored."
+    )
+    return "\n".join([
+        anchor, "", f"Command: `{document['command']}`", "", explain + " **toolsift+tuned** routes with the model "
+        "tuned on the fed pairs (`toolsift/tuning/`; `:full` the whole encoder, `:adapter` a query-side map), "
+        "**+feedback** also ranks with the fed requests as views. Differences are paired (tuned minus toolsift, "
+        "tuned+feedback minus toolsift+feedback) with their 95% interval; train s and pairs/s are the training's.",
+        "", tuning_table(points), "",
+        "Route p50 (ms; one uncached query, embedding and ranking, same requests, same run): "
+        + "; ".join(f"{p.dataset}: " + ", ".join(f"{k.removesuffix(' route')} {v:.2f}" for k, v in p.route_p50_ms.items())
+                    for p in points),
+    ]) + "\n"  # fmt: skip
+
+
 def _int_keys(point: dict[str, Any]) -> dict[str, Any]:
     """JSON made the cut-offs strings; FeedbackPoint keys them by int."""
     return {
@@ -400,6 +426,8 @@ def _other_section(path: str) -> str:
         return replicas_section(document)
     if document.get("schema") == "toolsift-feedback-bench/1":
         return feedback_section(document)
+    if document.get("schema") == "toolsift-tuning-bench/1":
+        return tuning_section(document)
     if str(document.get("model", "")).endswith("-int8"):
         fp32 = Path(path).with_name("accuracy-fp32-sample.json")
         return int8_section(document, json.loads(fp32.read_text()))

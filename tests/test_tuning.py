@@ -41,12 +41,17 @@ TEMPLATES = ["{slang} the {obj} for me", "can you {slang} my {obj}", "please {sl
              "i need to {slang} the latest {obj}"]  # fmt: skip
 
 
+KNOWN = OBJECTS[:6]
+"""The objects whose tools have example requests; the others' tools have none (no one asked yet)."""
+
+
 def slang_catalog(with_examples: bool = True) -> Catalog:
-    """48 tools (verb x object); the first two templates of each are its examples."""
+    """48 tools (verb x object); the tools of the ``KNOWN`` objects have two example requests."""
     tools = []
     for verb, slang in VERBS.items():
         for obj in OBJECTS:
-            examples = [t.format(slang=slang, obj=obj) for t in TEMPLATES[:2]] if with_examples else []
+            known = with_examples and obj in KNOWN
+            examples = [t.format(slang=slang, obj=obj) for t in TEMPLATES[:2]] if known else []
             tools.append({
                 "name": f"{verb}_{obj.replace(' ', '_')}",
                 "description": f"{verb.capitalize()} the user's {obj}.",
@@ -57,11 +62,11 @@ def slang_catalog(with_examples: bool = True) -> Catalog:
 
 
 def unseen_requests() -> list[tuple[str, str]]:
-    """(request, tool) in the two templates no example uses."""
+    """(request, tool) for the tools no example names, in the two templates no example uses."""
     return [
         (t.format(slang=slang, obj=obj), f"{verb}_{obj.replace(' ', '_')}")
         for verb, slang in VERBS.items()
-        for obj in OBJECTS
+        for obj in OBJECTS[len(KNOWN) :]
         for t in TEMPLATES[2:]
     ]
 
@@ -84,7 +89,7 @@ def test_pairs_are_the_examples_and_the_feedback_that_ranks() -> None:
     pairs = collect(catalog, book)
     assert Pair("grab that invoice", "download_invoice", "feedback") in pairs
     assert not any(p.query in ("make the photo vanish", "a tenant's request") for p in pairs)
-    assert len(pairs) == 2 * len(catalog) + 1  # each request once
+    assert len(pairs) == 2 * len(VERBS) * len(KNOWN) + 1  # each request once
 
 
 def test_hold_out_holds_back_tools_with_their_requests_and_is_seeded() -> None:
@@ -184,16 +189,25 @@ def test_tuning_moves_requests_to_their_tools_even_unseen_wording(tmp_path: Path
 
 @pytest.mark.model
 @pytest.mark.slow
-def test_tune_publishes_a_better_model_and_refuses_a_worse_one(tmp_path: Path) -> None:
+def test_tune_publishes_a_better_model_and_refuses_a_worse_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = Router.build(slang_catalog(), get_embedder("all-MiniLM-L6-v2")).save(tmp_path / "index")
-    broken = TuneOptions(kind="full", hold_out=0.3, recipe=replace(Recipe(), learning_rate=0.05, epochs=2))
-    report = tune(folder, None, broken)
+
+    original = models.tool_texts
+
+    def scrambled(router: Router) -> dict[str, str]:  # each request trained toward another verb's tool
+        texts = original(router)
+        names = list(texts)
+        return {name: texts[names[(i + len(OBJECTS)) % len(names)]] for i, name in enumerate(names)}
+
+    monkeypatch.setattr(models, "tool_texts", scrambled)
+    report = tune(folder, None, TuneOptions(kind="full", hold_out=0.3, recipe=replace(Recipe(), epochs=2)))
     assert report.published_model is None and "worse" in report.reason, report.reason
     assert Router.load(folder).embedder.name == "all-MiniLM-L6-v2"
     assert not list(model_beside(folder).glob("tuned-*"))  # the refused model is not kept
+    monkeypatch.undo()
     result = CliRunner().invoke(main, ["tune", "--index", str(folder), "--json", "--hold-out", "0.3", "--epochs", "2"])
     assert result.exit_code == 0, result.output
-    document = json.loads(result.output)
+    document = json.loads(result.stdout)
     published = document["published_model"]
     assert published and published.startswith("tuned-"), document["reason"]
     best = next(c for c in document["candidates"] if c["name"] == published)
@@ -234,11 +248,13 @@ def test_two_workers_follow_a_tune_a_restart_and_a_rollback(tmp_path: Path) -> N
         wait_until_serving(url, process)
         result = CliRunner().invoke(main, ["tune", "--index", str(folder), "--json", "--kind", "full", "--epochs", "2",
                                            "--hold-out", "0.3"])  # fmt: skip
-        published = json.loads(result.output)["published_model"]
+        published = json.loads(result.stdout)["published_model"]
         assert published, result.output
         _until(lambda: all(served_model(url) == published for _ in range(8)), "the workers did not follow the tune")
         request = {"query": "please peep that passport scan now", "k": 3}
-        assert httpx.post(url + "/route", json=request).json()["matches"][0]["name"] == "view_passport_scan"
+        expected = Router.load(folder).route(request["query"], 3).names  # type: ignore[arg-type]
+        for _ in range(6):  # whichever worker answers ranks with the tuned model
+            assert [m["name"] for m in httpx.post(url + "/route", json=request).json()["matches"]] == expected
     finally:
         process.terminate()
         process.wait(timeout=60)

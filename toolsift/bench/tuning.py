@@ -36,7 +36,8 @@ from toolsift.router import Router, within_query_limit
 from toolsift.router.threads import single_threaded_queries
 from toolsift.tuning import models
 from toolsift.tuning.pairs import Pair
-from toolsift.tuning.trainer import Kind, Recipe
+from toolsift.tuning.trainer import Recipe
+from toolsift.tuning.tune import TuneOptions, select
 
 SplitBy = Literal["tool", "query"]
 LATENCY_QUERIES = 200
@@ -57,6 +58,8 @@ class TuningPoint:
     training: dict[str, dict[str, float]] = field(default_factory=dict)
     """kind -> seconds, pairs seen, pairs per second, stopped at the time limit (0/1)."""
     route_p50_ms: dict[str, float] = field(default_factory=dict)
+    selection: dict[str, Any] = field(default_factory=dict)
+    """With ``auto``: what ``toolsift tune`` would publish (kind, or none) and each candidate's check."""
 
 
 def split_by_tool(
@@ -78,8 +81,8 @@ def pairs_of(queries: Sequence[Query]) -> list[Pair]:
 
 def run_tuning_curve(
     dataset: Dataset, embedder: Embedder, fractions: Sequence[float], ks: Sequence[int], *,
-    split_by: SplitBy = "tool", kinds: Sequence[Kind] = ("full",), recipe: Recipe | None = None,
-    time_limit: float = 900.0, cache: EmbeddingCache | None = None, seed: int = 0, max_pairs: int | None = None,
+    split_by: SplitBy = "tool", kinds: Sequence[str] = ("auto",), recipe: Recipe | None = None,
+    time_limit: float = 900.0, cache: EmbeddingCache | None = None, seed: int = 0, max_pairs: int | None = None, max_scored: int | None = None,
 ) -> list[TuningPoint]:  # fmt: skip
     single_threaded_queries()
     recipe = recipe or Recipe()
@@ -91,6 +94,8 @@ def run_tuning_curve(
             fed, scored = split_by_tool(dataset.with_tools, dataset.catalog.names, fraction, seed)
         else:
             fed, scored = split(dataset.with_tools, fraction, seed)
+        if max_scored is not None and len(scored) > max_scored:
+            scored = random.Random(seed).sample(scored, max_scored)
         pairs = pairs_of(fed)
         if max_pairs is not None and len(pairs) > max_pairs:
             pairs = random.Random(seed).sample(pairs, max_pairs)
@@ -101,18 +106,16 @@ def run_tuning_curve(
         routers["toolsift+feedback"] = (learner, "")
         with tempfile.TemporaryDirectory(prefix="toolsift-tune-bench.") as workdir:
             for kind in kinds:
-                label = "toolsift+tuned" if len(kinds) == 1 else f"toolsift+tuned:{kind}"
-                deadline = time.monotonic() + time_limit
-                name, stats = models.make(kind, base, pairs, recipe, Path(workdir), None, deadline=deadline)
-                tuned = Router.build(dataset.catalog, CachingEmbedder(models.load(name, Path(workdir))), cache=cache)
+                if kind == "full" and models.full_source(embedder.name, None) is None:
+                    continue  # the multilingual engine cannot be fine-tuned whole: an adapter only
+                label = "toolsift+tuned" if kind == "auto" or len(kinds) == 1 else f"toolsift+tuned:{kind}"
+                model = _tuned(kind, base, pairs, recipe, time_limit, Path(workdir), point)
+                # auto may publish nothing: the model in use stays
+                tuned = base if model is None else Router.build(dataset.catalog, CachingEmbedder(model), cache=cache)
                 routers[label] = (tuned, None)
                 taught = Router(tuned.index, tuned.embedder, tuned.ranking)
                 taught.learn(feedback_of(fed))
                 routers[label + "+feedback"] = (taught, "")
-                point.training[kind] = {
-                    "seconds": round(stats.seconds, 1), "pairs_seen": stats.pairs,
-                    "pairs_per_second": round(stats.pairs_per_second, 2), "stopped_at_time_limit": int(stats.stopped_early),
-                }  # fmt: skip
                 point.route_p50_ms[f"{label} route"] = _route_p50(tuned, scored)
             recalls = {name: _recalls(r, pool, scored, ks) for name, (r, pool) in routers.items()}
         point.route_p50_ms["toolsift route"] = _route_p50(base, scored)
@@ -124,6 +127,31 @@ def run_tuning_curve(
                 point.difference[f"{name} - {against}"] = {k: _paired(per_k[k], recalls[against][k]) for k in ks}
         points.append(point)
     return points
+
+
+def _tuned(kind: str, base: Router, pairs: Sequence[Pair], recipe: Recipe, time_limit: float, workdir: Path,
+           point: TuningPoint) -> Embedder | None:  # fmt: skip
+    """The model of ``kind`` trained on ``pairs``; for ``auto``, the one ``toolsift tune`` would
+    publish (held-back check and all), None when it would publish none."""
+    if kind == "auto":
+        options = TuneOptions(kind="auto", time_limit=time_limit, recipe=recipe)
+        chosen = select(base, pairs, options, workdir, None)
+        for candidate in chosen.candidates:
+            point.training[f"auto:{candidate.kind}"] = {
+                key: float(candidate.training[key]) for key in ("seconds", "pairs_seen", "pairs_per_second")
+            }
+        point.selection = {
+            "published": chosen.best.kind if chosen.best else None,
+            "candidates": {c.kind: c.reason for c in chosen.candidates},
+        }
+        return None if chosen.best is None else models.load(chosen.best.name, workdir)
+    deadline = time.monotonic() + time_limit
+    name, stats = models.make(kind, base, pairs, recipe, workdir, None, deadline=deadline)  # type: ignore[arg-type]
+    point.training[kind] = {
+        "seconds": round(stats.seconds, 1), "pairs_seen": stats.pairs,
+        "pairs_per_second": round(stats.pairs_per_second, 2), "stopped_at_time_limit": int(stats.stopped_early),
+    }  # fmt: skip
+    return models.load(name, workdir)
 
 
 def _route_p50(router: Router, scored: Sequence[Query]) -> float:
@@ -147,15 +175,25 @@ def tuning_table(points: Sequence[TuningPoint], k: int = 5) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for p in points:
         for name in p.recall:
-            difference = next((f"{key}: {d[k][0]:+.3f} ± {d[k][1]:.3f}" for key, d in p.difference.items()
-                               if key.startswith(name + " - ")), "")  # fmt: skip
-            kind = "adapter" if "adapter" in name else "full" if "tuned" in name else ""
-            train = p.training.get(kind) or (next(iter(p.training.values())) if "tuned" in name and p.training else {})
+            difference = next((f"{d[k][0]:+.3f} ± {d[k][1]:.3f} (vs {key.split(' - ')[1]})" for key, d in p.difference.items()
+                               if key.split(" - ")[0] == name), "")  # fmt: skip
+            seconds, speed = _training_cells(p, name)
             cells = [p.dataset, p.split_by, f"{p.fraction:g}", str(p.fed), str(p.scored), str(p.pairs), name,
-                     f"{p.recall[name][k]:.3f} ± {p.ci95[name][k]:.3f}", difference,
-                     f"{train.get('seconds', '')}", f"{train.get('pairs_per_second', '')}"]  # fmt: skip
+                     f"{p.recall[name][k]:.3f} ± {p.ci95[name][k]:.3f}", difference, seconds, speed]  # fmt: skip
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _training_cells(point: TuningPoint, method: str) -> tuple[str, str]:
+    if "tuned" not in method or method.endswith("+feedback"):
+        return "", ""
+    kind = method.removeprefix("toolsift+tuned").removeprefix(":") or "auto"
+    if kind == "auto":
+        runs = {name: t for name, t in point.training.items() if name.startswith("auto:")}
+        published = point.selection.get("published") or "none"
+        return f"{sum(t['seconds'] for t in runs.values()):.1f} (published: {published})", ""
+    run = point.training.get(kind, {})
+    return f"{run.get('seconds', '')}", f"{run.get('pairs_per_second', '')}"
 
 
 def tuning_document(points: Sequence[TuningPoint], model: str, command: str) -> dict[str, Any]:

@@ -47,14 +47,19 @@ def tool_texts(router: Router) -> dict[str, str]:
 
 
 def confusions(router: Router, pairs: Sequence[Pair]) -> dict[Pair, str]:
-    """For each pair, the tool the router ranks highest among those its request did not call."""
+    """For each pair, the tool the router ranks highest among those its request did not call,
+    taken from the tools some training request named. A tool no request named is never pushed
+    away: it is what tuning should help, and a model taught to avoid it learns to avoid every
+    tool no one asked for yet."""
     answered = by_request(pairs)
+    named = {pair.tool for pair in pairs}
     queries = list(answered)
     depth = min(len(router.catalog), NEGATIVE_DEPTH)
     ranked = {r.query: r.names for r in router.route_many(queries, depth, usage_pool=None, min_confidence=0.0)}
     wrong: dict[str, str] = {}
     for query in queries:
-        first = next((name for name in ranked.get(query.strip(), []) if name not in answered[query]), None)
+        found = ranked.get(query.strip(), [])
+        first = next((name for name in found if name in named and name not in answered[query]), None)
         if first is not None:
             wrong[query] = first
     return {pair: wrong[pair.query] for pair in pairs if pair.query in wrong}
@@ -83,20 +88,23 @@ def make_full(
 
 def make_adapter(router: Router, train: Sequence[Pair], recipe: Recipe, workdir: Path) -> tuple[str, TrainStats]:
     """An adapter over the router's model (over its base when that is an adapter already: the two
-    maps are composed into one)."""
+    maps are composed into one). Its softmax runs over the tools the training requests named: a
+    tool no request named is never a negative (``confusions`` says why)."""
     current = router.embedder
     answered = by_request(train)
     queries = list(answered)
     vectors = current.embed_queries(queries)
     rows, targets, others = [], [], []
     catalog = router.catalog
+    named = sorted({catalog.position(pair.tool) for pair in train})
+    column = {tool_id: i for i, tool_id in enumerate(named)}
     for row, query in enumerate(queries):
-        ids = [catalog.position(tool) for tool in sorted(answered[query])]
+        ids = [column[catalog.position(tool)] for tool in sorted(answered[query])]
         for target in ids:
             rows.append(row)
             targets.append(target)
             others.append([i for i in ids if i != target])
-    tools = router.index.vectors.vectors(np.arange(len(catalog), dtype=np.int64))
+    tools = router.index.vectors.vectors(np.asarray(named, dtype=np.int64))
     matrix, stats = train_adapter(vectors[rows], targets, others, tools, recipe)
     base: Embedder = current
     if isinstance(current, AdaptedEmbedder):

@@ -3,15 +3,17 @@ linear adapter over the frozen model (``train_adapter``).
 
 Both learn with in-batch negatives: each request is pulled toward its tool and pushed from the
 other tools of its batch (sentence-transformers' ``MultipleNegativesRankingLoss`` for the
-encoder; a softmax over the whole catalog for the adapter, whose document vectors are fixed). A
-batch never holds a tool or a request twice (no false negatives). With ``hard_negatives``, each
-request also brings the tool the current router ranked highest among the wrong ones: its own
-confusion. Needs torch and sentence-transformers (the ``tune`` extra).
+encoder; a softmax over every tool the training requests named for the adapter, whose document
+vectors are fixed). A batch never holds a tool or a request twice (no false negatives). With
+``hard_negatives``, each request also brings the tool the current router ranked highest among the
+wrong ones: its own confusion (off by default: it measured worse). Needs torch and
+sentence-transformers (the ``build`` extra).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -38,7 +40,9 @@ class Recipe:
     """Token limit while training (the served model reads up to 256)."""
     scale: float = 20.0
     """Inverse temperature of the softmax over a batch's cosines."""
-    hard_negatives: bool = True
+    hard_negatives: bool = False
+    """Add each request's hardest wrong tool (``models.confusions``) as a negative: off, it measured
+    worse for tools no request named (benchmarks/DECISIONS.md)."""
     warmup: float = 0.1
     adapter_epochs: int = 30
     adapter_learning_rate: float = 1e-3
@@ -85,9 +89,14 @@ def batches(pairs: Sequence[Pair], size: int, seed: int) -> list[list[Pair]]:
 
 
 def torch_modules() -> tuple[Any, Any]:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights from the disk only
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         import torch
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     except ImportError:
         raise MissingExtra("torch and sentence-transformers", "build", "toolsift tune") from None
     return torch, SentenceTransformer
@@ -141,7 +150,7 @@ def train_adapter(
     queries: np.ndarray, targets: Sequence[int], others: Sequence[Sequence[int]], tools: np.ndarray, recipe: Recipe
 ) -> tuple[np.ndarray, TrainStats]:
     """A ``d x d`` map (from the identity) for query vectors ``queries`` so that each lands
-    nearest its tool: row ``targets[i]`` of the fixed ``tools`` vectors, over the whole catalog
+    nearest its tool: row ``targets[i]`` of the fixed ``tools`` vectors, over all of them
     (``others[i]``: its request's other tools, not counted against it)."""
     torch, _ = torch_modules()
     torch.manual_seed(recipe.seed)

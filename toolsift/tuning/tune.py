@@ -79,14 +79,24 @@ class TuneReport:
 Say = Callable[[str], None]
 
 
-def tune(index_path: Path, book: UsageBook | None, options: TuneOptions | None = None, *,
-         progress: bool = False, say: Say = lambda _: None) -> TuneReport:  # fmt: skip
-    """Tune the model of the index folder ``index_path`` on its examples and ``book``'s feedback."""
-    options = options or TuneOptions()
-    started = time.monotonic()
-    router = Router.load(index_path)
-    beside = model_beside(index_path)
-    pairs = collect(router.catalog, book, options.pool)
+@dataclass
+class Selection:
+    """What ``select`` trained and judged: every candidate, the best accepted one (or None), and a
+    router over the held-back catalog with each candidate's model."""
+
+    pairs: int
+    train: list[Pair]
+    held: list[Pair]
+    candidates: list[Candidate]
+    best: Candidate | None
+    routers: dict[str, Router]
+
+
+def select(router: Router, pairs: Sequence[Pair], options: TuneOptions, workdir: Path, beside: Path | None, *,
+           progress: bool = False, say: Say = lambda _: None) -> Selection:  # fmt: skip
+    """Hold back tools, train each kind on the rest, judge each against ``router``'s model on the
+    held-back requests, and pick the best that beats it. Models are written in ``workdir``; those
+    not picked are removed."""
     if len(pairs) < options.min_pairs:
         raise TuningRefused(
             f"{len(pairs)} (request, tool) pairs, fewer than {options.min_pairs}",
@@ -96,23 +106,36 @@ def tune(index_path: Path, book: UsageBook | None, options: TuneOptions | None =
     say(f"{len(pairs)} pairs: {len(train)} to train on, {len(held)} held back; model in use {router.embedder.name}")
     current = router.rebuilt(without_requests(router.catalog, held))
     made = [
-        _candidate(kind, current, train, held, options, beside, progress, say)
+        _candidate(kind, current, train, held, options, workdir, beside, progress, say)
         for kind in _kinds(options.kind, router, beside)
     ]
     candidates = [candidate for candidate, _ in made]
     best = max((c for c in candidates if c.accepted), key=lambda c: c.check["difference"][0], default=None)
     for candidate in candidates:
         if candidate is not best:
-            shutil.rmtree(beside / candidate.name, ignore_errors=True)
+            shutil.rmtree(workdir / candidate.name, ignore_errors=True)
+    return Selection(len(pairs), train, held, candidates, best, {c.name: r for c, r in made})
+
+
+def tune(index_path: Path, book: UsageBook | None, options: TuneOptions | None = None, *,
+         progress: bool = False, say: Say = lambda _: None) -> TuneReport:  # fmt: skip
+    """Tune the model of the index folder ``index_path`` on its examples and ``book``'s feedback."""
+    options = options or TuneOptions()
+    started = time.monotonic()
+    router = Router.load(index_path)
+    beside = model_beside(index_path)
+    chosen = select(router, collect(router.catalog, book, options.pool), options, beside, beside,
+                    progress=progress, say=say)  # fmt: skip
+    best = chosen.best
     report = TuneReport(
-        str(index_path), router.embedder.name, None, len(pairs), len(train), len({p.query for p in held}),
-        candidates, "", 0.0,
+        str(index_path), router.embedder.name, None, chosen.pairs, len(chosen.train),
+        len({p.query for p in chosen.held}), chosen.candidates, "", 0.0,
     )  # fmt: skip
     if best is None:
-        report.reason = "nothing published: " + "; ".join(f"{c.kind}: {c.reason}" for c in candidates)
+        report.reason = "nothing published: " + "; ".join(f"{c.kind}: {c.reason}" for c in chosen.candidates)
     else:
-        _record(beside / best.name, router.embedder.name, best, len(pairs))
-        publish(index_path, router.embedder.name, next(r for c, r in made if c is best))
+        _record(beside / best.name, router.embedder.name, best, chosen.pairs)
+        publish(index_path, router.embedder.name, chosen.routers[best.name])
         prune(beside, keep=(best.name, router.embedder.name))
         report.published_model = best.name
         report.reason = f"published {best.name} ({best.kind}): {best.reason}"
@@ -120,7 +143,7 @@ def tune(index_path: Path, book: UsageBook | None, options: TuneOptions | None =
     return report
 
 
-def _kinds(choice: KindChoice, router: Router, beside: Path) -> list[Kind]:
+def _kinds(choice: KindChoice, router: Router, beside: Path | None) -> list[Kind]:
     whole = models.full_source(router.embedder.name, beside) is not None
     if choice == "full" and not whole:
         raise TuningRefused(
@@ -132,15 +155,14 @@ def _kinds(choice: KindChoice, router: Router, beside: Path) -> list[Kind]:
 
 
 def _candidate(kind: Kind, current: Router, train: Sequence[Pair], held: Sequence[Pair], options: TuneOptions,
-               beside: Path, progress: bool, say: Say) -> tuple[Candidate, Router]:  # fmt: skip
-    beside.mkdir(parents=True, exist_ok=True)
+               workdir: Path, beside: Path | None, progress: bool, say: Say) -> tuple[Candidate, Router]:  # fmt: skip
     deadline = time.monotonic() + options.time_limit
-    name, _ = models.make(kind, current, train, options.recipe, beside, beside, deadline=deadline, progress=progress)
-    training = tuning_manifest(beside / name)["training"]
+    name, _ = models.make(kind, current, train, options.recipe, workdir, beside, deadline=deadline, progress=progress)
+    training = tuning_manifest(workdir / name)["training"]
     say(
         f"{kind}: trained on {training['pairs_seen']} pairs in {training['seconds']} s; checking on the held-back requests"
     )
-    tuned = Router.build(current.catalog, get_embedder(name, beside=beside), ranking=current.ranking)
+    tuned = Router.build(current.catalog, get_embedder(name, beside=workdir), ranking=current.ranking)
     check = compare(current, tuned, train, held)
     say(f"{kind}: {check.reason}")
     return Candidate(kind, name, training, _check_document(check), check.accepted, check.reason), tuned
