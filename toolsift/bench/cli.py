@@ -109,7 +109,7 @@ def _feedback_bench(
 @dataclass(frozen=True)
 class TuningRun:
     split_by: Literal["tool", "query"]
-    kinds: list[Literal["full", "adapter"]]
+    kinds: list[str]
     time_limit: float
     max_pairs: int | None
 
@@ -194,8 +194,9 @@ def dataset_pairs(folders: list[Path], tools: Path | None, queries: Path | None)
     help="With --feedback-split: 'tool' makes F of the tools known (their requests fed, the requests for the "
     "other tools scored) and adds the tuned methods; 'query' with --tune adds them to the query split.",
 )
-@click.option("--tune", "tune_kinds", help="With --feedback-split: tune on the fed pairs (full, adapter, or both: "
-              "full,adapter) and score toolsift+tuned and toolsift+tuned+feedback [default with --split-by tool: full].")  # fmt: skip
+@click.option("--tune", "tune_kinds", help="With --feedback-split: tune on the fed pairs and score toolsift+tuned and "
+              "toolsift+tuned+feedback: auto (what toolsift tune would publish), full, adapter, or several "
+              "(auto,full,adapter) [default with --split-by tool: auto].")  # fmt: skip
 @click.option("--tune-time-limit", type=click.FloatRange(1), default=900, show_default=True,
               help="Seconds of training per kind.")  # fmt: skip
 @click.option("--tune-pairs", type=click.IntRange(1), help="Train on at most this many fed pairs (a seeded sample).")
@@ -225,9 +226,11 @@ def bench(
     settings = Settings.from_env(None, model=model)
     command = command_line("bench")
     if feedback_split is not None and (split_by == "tool" or tune_kinds):
-        kinds = [k.strip() for k in (tune_kinds or "full").split(",") if k.strip()]
-        if any(k not in ("full", "adapter") for k in kinds):
-            raise click.BadParameter(f"--tune takes full, adapter or full,adapter, not {tune_kinds!r}")
+        kinds = [k.strip() for k in (tune_kinds or "auto").split(",") if k.strip()]
+        if not kinds or any(k not in ("auto", "full", "adapter") for k in kinds):
+            raise click.BadParameter(
+                f"--tune takes auto, full or adapter, or several: auto,full,adapter; not {tune_kinds!r}"
+            )
         tuning = TuningRun(split_by or "query", kinds, tune_time_limit, tune_pairs)  # type: ignore[arg-type]
         _tuning_bench(datasets, parse_fractions(feedback_split), cutoffs, settings, tuning, json_path, command)
         return
