@@ -132,6 +132,14 @@ def test_an_adapter_is_published_loaded_elsewhere_and_rolled_back(slang_index: P
     code = "from toolsift import Router; import sys; print(Router.load(sys.argv[1]).embedder.name)"
     loaded = subprocess.run([sys.executable, "-c", code, str(slang_index)], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == name  # a fresh process loads the tuned model from beside the index
+    served = Router.load(slang_index)
+    served.learn(Feedback("make the podcast go away", "delete_podcast", contributor="key:ops"))
+    views = served.views("")
+    assert views is not None  # feedback and examples are seen through the tuned model, not the old one
+    row = int(np.searchsorted(views.tools, served.catalog.position("delete_podcast")))
+    expected = adapted.embed_queries(["make the podcast go away"])[0]
+    assert np.allclose(views.vectors[views.starts[row]], expected, atol=1e-5)
+    assert np.allclose(served.embed_queries(["yoink it"])[0], adapted.embed_queries(["yoink it"])[0], atol=1e-5)
     with pytest.raises(TuningRefused, match="switched"):
         publish(slang_index, "hashing-256", tuned)  # the folder moved on: a stale tune is refused
     assert rollback(slang_index) == (name, "hashing-256")
@@ -309,3 +317,50 @@ def test_admin_tune_runs_once_and_two_replicas_follow_it(tmp_path: Path) -> None
         for replica in replicas:
             replica.stop()
         redis_server.stop()
+
+
+def test_tune_status_says_never_running_done_or_interrupted(slang_index: Path) -> None:
+    from toolsift.tuning.jobs import read_status, status_path, tune_lock, write_status
+
+    assert read_status(slang_index)["state"] == "never"
+    with tune_lock(slang_index):
+        write_status(slang_index, "running")
+        assert read_status(slang_index)["state"] == "running"
+        with pytest.raises(TuningRefused, match="another tune"), tune_lock(slang_index):
+            pass
+    assert read_status(slang_index)["state"] == "interrupted"  # its process let go without saying how it went
+    result = CliRunner().invoke(main, ["tune", "--index", str(slang_index), "--kind", "adapter", "--json", "-q"])
+    assert result.exit_code == 0, result.output
+    status = json.loads(CliRunner().invoke(main, ["tune", "--index", str(slang_index), "--status"]).stdout)
+    assert status["state"] == "done" and status["report"] == json.loads(result.stdout)
+    assert status_path(slang_index).is_file()
+    listed = json.loads(CliRunner().invoke(main, ["tune", "--index", str(slang_index), "--history"]).stdout)
+    assert [entry["name"] for entry in listed] == (
+        [status["report"]["published_model"]] if status["report"]["published_model"] else []
+    )
+
+
+def test_the_tuning_bench_scores_unknown_tools_with_each_method() -> None:
+    from toolsift.bench.datasets import Dataset
+    from toolsift.bench.tuning import run_tuning_curve, split_by_tool, tuning_table
+    from toolsift.catalog.queries import Query
+
+    catalog = slang_catalog(with_examples=False)
+    queries = tuple(
+        Query(f"q{i}", text, (tool,)) for i, (text, tool) in enumerate(
+            (t.format(slang=slang, obj=obj), f"{verb}_{obj.replace(' ', '_')}")
+            for verb, slang in VERBS.items() for obj in OBJECTS for t in TEMPLATES)
+    )  # fmt: skip
+    dataset = Dataset("slang", catalog, queries)
+    fed, scored = split_by_tool(dataset.with_tools, catalog.names, 0.5, seed=1)
+    assert fed and scored and not {t for q in fed for t in q.relevant} & {t for q in scored for t in q.relevant}
+    [point] = run_tuning_curve(dataset, get_embedder("hashing-256"), [0.5], [5], kinds=["auto", "adapter"])
+    assert set(point.recall) == {
+        "toolsift", "toolsift+feedback", "toolsift+tuned", "toolsift+tuned+feedback",
+        "toolsift+tuned:adapter", "toolsift+tuned:adapter+feedback",
+    }  # fmt: skip
+    assert point.scored == len(scored) and point.training["adapter"]["pairs_seen"] > 0
+    assert "toolsift+tuned:adapter - toolsift" in point.difference
+    assert "toolsift+tuned+feedback - toolsift+feedback" in point.difference
+    assert point.selection["candidates"].keys() == {"adapter"}  # the hashing model takes no whole fine-tune
+    assert "| slang | tool | 0.5 |" in tuning_table([point])

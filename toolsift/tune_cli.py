@@ -31,6 +31,9 @@ from toolsift.tuning.tune import TuneOptions, TuneReport, history, rollback, tun
 @click.option("--epochs", type=click.IntRange(1, 20), default=1, show_default=True)
 @click.option("--learning-rate", type=click.FloatRange(1e-7, 1.0), default=Recipe.learning_rate, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--hard-negatives", is_flag=True, help="Also push each request from its hardest wrong tool (measured worse)."
+)
 @click.option("--rollback", "roll_back", is_flag=True, help="Serve the model in use before the current tuned one.")
 @click.option("--history", "show_history", is_flag=True, help="List the tuned models kept beside the index.")
 @click.option("--status", "show_status", is_flag=True, help="How the last tune of the index went (or is going).")
@@ -38,7 +41,7 @@ from toolsift.tuning.tune import TuneOptions, TuneReport, history, rollback, tun
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def tune_command(
     index_path: Path | None, kind: str, time_limit: float, hold_out: float, epochs: int, learning_rate: float,
-    seed: int, roll_back: bool, show_history: bool, show_status: bool, quiet: bool, as_json: bool,
+    seed: int, hard_negatives: bool, roll_back: bool, show_history: bool, show_status: bool, quiet: bool, as_json: bool,
 ) -> None:  # fmt: skip
     """Fine-tune the index's embedding model on the requests it has seen: the catalog's examples and
     the feedback that ranks (trusted, or agreed by a quorum). A seeded share of the requests is held
@@ -62,7 +65,8 @@ def tune_command(
         click.echo(f"{folder}: now serving {after} (was {before})")
         return
     options = TuneOptions(kind=kind, time_limit=time_limit, hold_out=hold_out, seed=seed,  # type: ignore[arg-type]
-                          recipe=replace(Recipe(), epochs=epochs, learning_rate=learning_rate, seed=seed))  # fmt: skip
+                          recipe=replace(Recipe(), epochs=epochs, learning_rate=learning_rate, seed=seed,
+                                          hard_negatives=hard_negatives))  # fmt: skip
     say = (lambda _: None) if as_json else (lambda line: click.echo(line, err=True))
     with tune_lock(folder):
         write_status(folder, "running", options=asdict(options))

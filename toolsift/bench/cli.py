@@ -112,6 +112,7 @@ class TuningRun:
     kinds: list[str]
     time_limit: float
     max_pairs: int | None
+    hard_negatives: bool = False
 
 
 def _tuning_bench(
@@ -119,6 +120,7 @@ def _tuning_bench(
     json_path: Path | None, command: str,
 ) -> None:  # fmt: skip
     from toolsift.bench.tuning import run_tuning_curve, tuning_document, tuning_table
+    from toolsift.tuning.trainer import Recipe
 
     points = []
     for dataset in datasets:
@@ -126,7 +128,8 @@ def _tuning_bench(
         click.echo(f"== {dataset.name}: {len(dataset.catalog)} tools, model {embedder.name}, split by {run.split_by}, "
                    f"F {fractions}, tuning {','.join(run.kinds)}")  # fmt: skip
         found = run_tuning_curve(dataset, embedder, fractions, ks, split_by=run.split_by, kinds=run.kinds,
-                                 time_limit=run.time_limit, max_pairs=run.max_pairs)  # fmt: skip
+                                 time_limit=run.time_limit, max_pairs=run.max_pairs,
+                                 recipe=Recipe(hard_negatives=run.hard_negatives))  # fmt: skip
         click.echo(tuning_table(found, 5 if 5 in ks else ks[-1]))
         points += found
     write_figures(json_path, tuning_document(points, settings.model, command))
@@ -200,6 +203,7 @@ def dataset_pairs(folders: list[Path], tools: Path | None, queries: Path | None)
 @click.option("--tune-time-limit", type=click.FloatRange(1), default=900, show_default=True,
               help="Seconds of training per kind.")  # fmt: skip
 @click.option("--tune-pairs", type=click.IntRange(1), help="Train on at most this many fed pairs (a seeded sample).")
+@click.option("--tune-hard-negatives", is_flag=True, help="Train with each request's hardest wrong tool as a negative.")
 @no_cache_option
 def bench(
     tools: Path | None,
@@ -216,6 +220,7 @@ def bench(
     tune_kinds: str | None,
     tune_time_limit: float,
     tune_pairs: int | None,
+    tune_hard_negatives: bool,
     no_cache: bool,
 ) -> None:
     """Measure selection accuracy of toolsift and baselines (BM25, dense, random) on labelled queries."""
@@ -231,7 +236,7 @@ def bench(
             raise click.BadParameter(
                 f"--tune takes auto, full or adapter, or several: auto,full,adapter; not {tune_kinds!r}"
             )
-        tuning = TuningRun(split_by or "query", kinds, tune_time_limit, tune_pairs)  # type: ignore[arg-type]
+        tuning = TuningRun(split_by or "query", kinds, tune_time_limit, tune_pairs, tune_hard_negatives)  # type: ignore[arg-type]
         _tuning_bench(datasets, parse_fractions(feedback_split), cutoffs, settings, tuning, json_path, command)
         return
     if feedback_split is not None:
