@@ -101,6 +101,10 @@ bench: install services mcp-servers
 	$(BIN)/toolsift sessions-bench --datasets $(DATASETS) --sessions 200 --turns 8 --json benchmarks/results/sessions.json
 	$(BIN)/toolsift sessions-bench --datasets $(DATASETS) --sessions 100 --turns 24 --cap 32 --json benchmarks/results/sessions-long.json
 	$(BIN)/toolsift bench --datasets $(DATASETS) --feedback-split 0,0.1,0.25,0.5 --json benchmarks/results/feedback.json
+	$(BIN)/toolsift bench --datasets $(DATASETS) --limit 6000 --feedback-split 0.5 --split-by tool --tune auto,full,adapter \
+		--tune-pairs 3000 --json benchmarks/results/tuning-by-tool.json
+	$(BIN)/toolsift bench --datasets $(DATASETS) --limit 6000 --feedback-split 0.5 --split-by query --tune auto \
+		--tune-pairs 3000 --json benchmarks/results/tuning-by-query.json
 	$(BIN)/toolsift perf --replicas --sizes 1000 --requests 800 --json benchmarks/results/replicas.json
 	$(BIN)/toolsift perf --against 94a923d --rounds 3 --requests 400 --json benchmarks/results/against.json
 	$(BIN)/toolsift perf --gateway benchmarks/gateway-servers.json --catalog toolsift/data/default_catalog.yaml --calls 1000 \
@@ -109,7 +113,8 @@ bench: install services mcp-servers
 	$(BIN)/toolsift security-bench --datasets $(DATASETS) --catalog toolsift/data/default_catalog.yaml \
 		--json benchmarks/results/security.json
 	$(BIN)/python benchmarks/results_md.py benchmarks/results/accuracy.json benchmarks/results/performance.json \
-		benchmarks/results/feedback.json benchmarks/results/replicas.json benchmarks/results/sessions.json benchmarks/results/sessions-long.json \
+		benchmarks/results/feedback.json benchmarks/results/tuning-by-tool.json benchmarks/results/tuning-by-query.json \
+		benchmarks/results/replicas.json benchmarks/results/sessions.json benchmarks/results/sessions-long.json \
 		benchmarks/results/abstention.json benchmarks/results/accuracy-ensemble.json \
 		benchmarks/results/accuracy-minilm-ko.json benchmarks/results/backends.json \
 		benchmarks/results/accuracy-int8.json benchmarks/results/against.json benchmarks/results/gateway.json \
