@@ -5,6 +5,7 @@ its descriptions never use."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -57,6 +58,7 @@ def slang_catalog(with_examples: bool = True) -> Catalog:
                 "description": f"{verb.capitalize()} the user's {obj}.",
                 "parameters": {"type": "object", "properties": {"id": {"type": "string"}}},
                 "examples": examples,
+                "tags": [verb],
             })  # fmt: skip
     return parse_catalog(tools, source="slang")
 
@@ -364,3 +366,45 @@ def test_the_tuning_bench_scores_unknown_tools_with_each_method() -> None:
     assert "toolsift+tuned+feedback - toolsift+feedback" in point.difference
     assert point.selection["candidates"].keys() == {"adapter"}  # the hashing model takes no whole fine-tune
     assert "| slang | tool | 0.5 |" in tuning_table([point])
+
+
+def test_a_shadow_model_ranks_every_request_logs_both_and_serves_the_old(
+    slang_index: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from toolsift.service import create_app
+    from toolsift.settings import Settings
+    from toolsift.tuning.shadow import shadow_path, stage, staged_model
+    from toolsift.tuning.tune import promote
+
+    router = Router.load(slang_index)
+    beside = model_beside(slang_index)
+    name, _ = models.make_adapter(router, collect(router.catalog), Recipe(), beside)
+    stage(slang_index, Router.build(router.catalog, get_embedder(name, beside=beside)))
+    assert staged_model(slang_index) == name and Router.load(slang_index).embedder.name == "hashing-256"
+    settings = Settings(index_path=slang_index, reload_interval=0)
+    requests = [q for q, _ in unseen_requests()[:20]]
+    with caplog.at_level("INFO", logger="toolsift.shadow"), TestClient(create_app(settings=settings)) as client:
+        for text in requests:
+            served = client.post("/route", json={"query": text + " today", "k": 3, "tags": ["view"]}).json()
+            assert all(m["name"].startswith("view_") for m in served["matches"])
+            answer = client.post("/route", json={"query": text, "k": 3}).json()
+            expected = router.route(text, 3).names
+            assert [m["name"] for m in answer["matches"]] == expected  # the old model serves
+        deadline = time.monotonic() + 20
+        while len([r for r in caplog.records if r.name == "toolsift.shadow" and "served" in r.message]) < 40:
+            assert time.monotonic() < deadline, "the shadow did not rank every request"
+            time.sleep(0.05)
+        metrics = client.get("/metrics").text
+    lines = [json.loads(r.message) for r in caplog.records if r.name == "toolsift.shadow" and "served" in r.message]
+    assert all(text not in json.dumps(lines) for text in requests)  # digests, never the request
+    assert all(line["model"] == name for line in lines)
+    digests = {hashlib.sha256((text + " today").encode()).hexdigest()[:16] for text in requests}
+    ruled = [line for line in lines if line["request"] in digests]
+    assert len(ruled) == 20 and all(name.startswith("view_") for line in ruled for name in line["shadow"])
+    shadow = Router.load(shadow_path(slang_index), get_embedder(name, beside=beside))
+    assert any(line["shadow"] == shadow.route(text, 3, min_confidence=0.0).names for line in lines for text in requests)
+    assert 'toolsift_shadow_routes_total{outcome="same_top"}' in metrics or "different_top" in metrics
+    assert promote(slang_index) == name
+    assert Router.load(slang_index).embedder.name == name and staged_model(slang_index) is None

@@ -14,8 +14,10 @@ from toolsift.index.feedback_log import feedback_log_path
 from toolsift.router.usage import FeedbackLimits, UsageBook
 from toolsift.settings import Settings
 from toolsift.tuning.jobs import read_status, tune_lock, write_status
+from toolsift.tuning.shadow import drop
 from toolsift.tuning.trainer import Recipe
 from toolsift.tuning.tune import TuneOptions, TuneReport, history, rollback, tune
+from toolsift.tuning.tune import promote as promote_staged
 
 
 @click.command("tune")
@@ -35,13 +37,17 @@ from toolsift.tuning.tune import TuneOptions, TuneReport, history, rollback, tun
     "--hard-negatives", is_flag=True, help="Also push each request from its hardest wrong tool (measured worse)."
 )
 @click.option("--rollback", "roll_back", is_flag=True, help="Serve the model in use before the current tuned one.")
+@click.option("--shadow", is_flag=True, help="Stage the tuned model beside the one in use: servers rank with both, "
+              "serve the old one and log both rankings.")  # fmt: skip
+@click.option("--promote", is_flag=True, help="Publish the model staged with --shadow.")
+@click.option("--shadow-off", is_flag=True, help="Drop the model staged with --shadow.")
 @click.option("--history", "show_history", is_flag=True, help="List the tuned models kept beside the index.")
 @click.option("--status", "show_status", is_flag=True, help="How the last tune of the index went (or is going).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def tune_command(
     index_path: Path | None, kind: str, time_limit: float, hold_out: float, epochs: int, learning_rate: float,
-    seed: int, hard_negatives: bool, roll_back: bool, show_history: bool, show_status: bool, quiet: bool, as_json: bool,
+    seed: int, hard_negatives: bool, roll_back: bool, shadow: bool, promote: bool, shadow_off: bool, show_history: bool, show_status: bool, quiet: bool, as_json: bool,
 ) -> None:  # fmt: skip
     """Fine-tune the index's embedding model on the requests it has seen: the catalog's examples and
     the feedback that ranks (trusted, or agreed by a quorum). A seeded share of the requests is held
@@ -55,14 +61,17 @@ def tune_command(
     if show_status:
         click.echo(orjson.dumps(read_status(folder), option=orjson.OPT_INDENT_2).decode())
         return
-    if roll_back:
+    if shadow_off:
+        click.echo(f"{folder}: shadow model dropped" if drop(folder) else f"{folder}: no shadow model staged")
+        return
+    if roll_back or promote:
         with tune_lock(folder):
-            before, after = rollback(folder)
+            before, after = rollback(folder) if roll_back else (None, promote_staged(folder))
         if settings.redis_url:
             from toolsift.service.replicas import Replicas
 
             Replicas(settings.redis_url, settings.redis_prefix).announce("index", after)
-        click.echo(f"{folder}: now serving {after} (was {before})")
+        click.echo(f"{folder}: now serving {after}" + (f" (was {before})" if before else ""))
         return
     options = TuneOptions(kind=kind, time_limit=time_limit, hold_out=hold_out, seed=seed,  # type: ignore[arg-type]
                           recipe=replace(Recipe(), epochs=epochs, learning_rate=learning_rate, seed=seed,
@@ -71,15 +80,18 @@ def tune_command(
     with tune_lock(folder):
         write_status(folder, "running", options=asdict(options))
         try:
-            report = tune(folder, feedback_book(folder, settings), options, progress=not (quiet or as_json), say=say)
+            report = tune(folder, feedback_book(folder, settings), options, progress=not (quiet or as_json), say=say,
+                          shadow=shadow)  # fmt: skip
         except Exception as error:
             write_status(folder, "failed", error=str(error))
             raise
         write_status(folder, "done", report=report.document())
-    if report.published_model and settings.redis_url:  # replicas load it now instead of at their next poll
+    if (
+        report.published_model or report.shadow_model
+    ) and settings.redis_url:  # replicas load it now instead of at their next poll
         from toolsift.service.replicas import Replicas
 
-        Replicas(settings.redis_url, settings.redis_prefix).announce("index", report.published_model)
+        Replicas(settings.redis_url, settings.redis_prefix).announce("index", report.published_model or "shadow")
     click.echo(orjson.dumps(report.document(), option=orjson.OPT_INDENT_2).decode() if as_json else summary(report))
 
 

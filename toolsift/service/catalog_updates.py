@@ -82,6 +82,7 @@ async def watch_index_folder(state: ServiceState) -> None:
     while True:
         await anyio.sleep(state.settings.reload_interval)
         await check_index_folder(state)
+        await anyio.to_thread.run_sync(state.shadow.refresh, state.settings.index_path, state.settings.ranking())
 
 
 async def follow_announcements(state: ServiceState) -> None:
@@ -90,6 +91,7 @@ async def follow_announcements(state: ServiceState) -> None:
 
     async def announced(version: str) -> None:
         await check_index_folder(state)
+        await anyio.to_thread.run_sync(state.shadow.refresh, state.settings.index_path, state.settings.ranking())
 
     await state.replicas.listen("index", announced)
 

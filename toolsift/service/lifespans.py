@@ -57,6 +57,7 @@ async def serve_index_folder(state: ServiceState) -> AsyncIterator[None]:
         state.routers.set(Router.load(settings.index_path, ranking=settings.ranking(), backend=settings.backend))
     warn_about_rules(state, state.routers.get())
     state.prepare_lint_report()
+    await anyio.to_thread.run_sync(state.shadow.refresh, settings.index_path, settings.ranking())
     if settings.reload_interval <= 0:
         yield
         return

@@ -99,6 +99,10 @@ class Metrics:
             "toolsift_tool_call_seconds", "Time of a forwarded tool call, by server", ["server"],
             buckets=CALL_BUCKETS, registry=self.registry,
         )  # fmt: skip
+        self.shadow_routes = Counter(
+            "toolsift_shadow_routes", "Requests the staged shadow model ranked too, by outcome", ["outcome"],
+            registry=self.registry,
+        )  # fmt: skip
         self.registry.register(_SnapshotCollector(snapshot))
 
     def observe_call(self, record: CallRecord) -> None:

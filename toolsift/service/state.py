@@ -38,6 +38,7 @@ from toolsift.router.sessions import Sessions
 from toolsift.router.threads import single_threaded_queries
 from toolsift.router.usage import UsageBook
 from toolsift.service.observability import Metrics
+from toolsift.service.shadow import Shadow
 from toolsift.service.usage_feed import UsageFeed
 from toolsift.settings import Settings
 from toolsift.tenants import Tenants, TenantSpec, key_from_headers
@@ -141,6 +142,8 @@ class ServiceState:
     def __post_init__(self) -> None:
         self.metrics = Metrics(self.snapshot)
         self._lint_lock = threading.Lock()
+        self.shadow = Shadow(self.metrics.shadow_routes)
+        """A staged tuned model ranking every request too, off the request's path (``service/shadow.py``)."""
 
     @classmethod
     def create(cls, router: Router | None, settings: Settings, tenants: Tenants | None) -> ServiceState:
@@ -296,6 +299,7 @@ class ServiceState:
             query = replace(query, min_confidence=self.settings.min_confidence)  # the operator's setting
         delivered = answer(router, query, caller, self.sessions)
         self.metrics.route_latency.observe(delivered.result.took_ms / 1000)
+        self.shadow.observe(query, caller, delivered)
         return delivered
 
     async def call(

@@ -29,6 +29,7 @@ from toolsift.router.usage import UsageBook
 from toolsift.tuning import models
 from toolsift.tuning.check import HeldOutCheck, compare, without_requests
 from toolsift.tuning.pairs import Pair, collect, hold_out
+from toolsift.tuning.shadow import drop, load_staged, stage, staged_model
 from toolsift.tuning.trainer import Kind, Recipe
 
 KindChoice = Literal["auto", "full", "adapter"]
@@ -65,6 +66,7 @@ class TuneReport:
     index: str
     previous_model: str
     published_model: str | None
+    shadow_model: str | None
     pairs: int
     train_pairs: int
     held_requests: int
@@ -118,8 +120,9 @@ def select(router: Router, pairs: Sequence[Pair], options: TuneOptions, workdir:
 
 
 def tune(index_path: Path, book: UsageBook | None, options: TuneOptions | None = None, *,
-         progress: bool = False, say: Say = lambda _: None) -> TuneReport:  # fmt: skip
-    """Tune the model of the index folder ``index_path`` on its examples and ``book``'s feedback."""
+         progress: bool = False, say: Say = lambda _: None, shadow: bool = False) -> TuneReport:  # fmt: skip
+    """Tune the model of the index folder ``index_path`` on its examples and ``book``'s feedback;
+    with ``shadow``, stage the model that passed instead of publishing it (``toolsift.tuning.shadow``)."""
     options = options or TuneOptions()
     started = time.monotonic()
     router = Router.load(index_path)
@@ -128,15 +131,21 @@ def tune(index_path: Path, book: UsageBook | None, options: TuneOptions | None =
                     progress=progress, say=say)  # fmt: skip
     best = chosen.best
     report = TuneReport(
-        str(index_path), router.embedder.name, None, chosen.pairs, len(chosen.train),
+        str(index_path), router.embedder.name, None, None, chosen.pairs, len(chosen.train),
         len({p.query for p in chosen.held}), chosen.candidates, "", 0.0,
     )  # fmt: skip
     if best is None:
         report.reason = "nothing published: " + "; ".join(f"{c.kind}: {c.reason}" for c in chosen.candidates)
+    elif shadow:
+        _record(beside / best.name, router.embedder.name, best, chosen.pairs)
+        stage(index_path, chosen.routers[best.name])
+        prune(beside, keep=(best.name, router.embedder.name))
+        report.shadow_model = best.name
+        report.reason = f"staged {best.name} ({best.kind}) in the shadow, not served: {best.reason}"
     else:
         _record(beside / best.name, router.embedder.name, best, chosen.pairs)
         publish(index_path, router.embedder.name, chosen.routers[best.name])
-        prune(beside, keep=(best.name, router.embedder.name))
+        prune(beside, keep=(best.name, router.embedder.name, staged_model(index_path) or ""))
         report.published_model = best.name
         report.reason = f"published {best.name} ({best.kind}): {best.reason}"
     report.seconds = round(time.monotonic() - started, 1)
@@ -194,6 +203,16 @@ def publish(index_path: Path, expected: str, tuned: Router) -> None:
             )
         kind: IndexKind = "hnsw" if serving.index.manifest.kind == "hnsw" else "flat"
         tuned.rebuilt(serving.catalog, kind=kind).save(index_path)
+
+
+def promote(index_path: Path) -> str:
+    """Publish the model staged in the shadow (it was checked when staged) and drop the shadow."""
+    staged = load_staged(index_path)
+    name = staged.embedder.name
+    previous = str(tuning_manifest(tuned_folder(model_beside(index_path), name)).get("previous_model", ""))
+    publish(index_path, previous, staged)
+    drop(index_path)
+    return name
 
 
 def rollback(index_path: Path) -> tuple[str, str]:
