@@ -26,6 +26,8 @@ def start_tune(state: ServiceState, request: TuneRequest) -> dict[str, Any]:
         sys.executable, "-m", "toolsift", "tune", "--index", str(folder), "--json", "--kind", request.kind,
         "--time-limit", str(request.time_limit), "--hold-out", str(request.hold_out), "--epochs", str(request.epochs),
     ]  # fmt: skip
+    if request.shadow:
+        command.append("--shadow")
     log = folder.with_name(folder.name + ".tune.log")
     with open(log, "ab") as handle:
         process = subprocess.Popen(command, stdout=handle, stderr=handle, stdin=subprocess.DEVNULL,
