@@ -500,4 +500,6 @@ class TuneRequest(WireModel):
     time_limit: float = Field(900, ge=1, le=24 * 3600, description="Seconds of training per kind")
     hold_out: float = Field(0.2, ge=0.05, le=0.5, description="Share of the requests held back to judge it")
     epochs: int = Field(1, ge=1, le=20)
-    shadow: bool = Field(False, description="Stage the model that passes instead of serving it (toolsift tune --shadow)")
+    shadow: bool = Field(
+        False, description="Stage the model that passes instead of serving it (toolsift tune --shadow)"
+    )
