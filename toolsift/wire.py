@@ -494,7 +494,7 @@ class AdminStatus(WireModel):
 class TuneRequest(WireModel):
     """``POST /admin/tune``: fine-tune the index's model in a process of its own (``toolsift tune``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=False, extra="forbid")
 
     kind: Literal["auto", "full", "adapter"] = Field("auto", description="full, adapter, or auto: each, keep the best")
     time_limit: float = Field(900, ge=1, le=24 * 3600, description="Seconds of training per kind")

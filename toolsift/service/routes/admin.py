@@ -117,11 +117,11 @@ async def approve(request: ApproveRequest, state: State) -> dict[str, Any]:
 
 
 @router.post("/tune", summary="Fine-tune the model on examples and feedback (admin token)", status_code=202)
-def tune(request: TuneRequest, state: State) -> dict[str, Any]:
+def tune(body: TuneRequest, state: State) -> dict[str, Any]:
     """Start ``toolsift tune`` on the index folder in a process of its own: it trains, checks the
     tuned model on held-back requests and publishes it only if it is better (every worker follows).
     409 while another tune runs. Follow it with ``GET /admin/tune``."""
-    return start_tune(state, request)
+    return start_tune(state, body)
 
 
 @router.get("/tune", summary="How the last tune went, or is going (admin token)")
