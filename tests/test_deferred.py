@@ -117,7 +117,7 @@ def test_deferred_is_byte_stable_with_an_etag_that_follows_the_visible_catalog(c
     assert client.post("/admin/tools", json={"tools": [tool]}, headers=ADMIN).status_code == 200
     changed = client.get("/deferred", params={"format": "anthropic"}, headers={"If-None-Match": first.headers["etag"]})
     assert changed.status_code == 200 and changed.headers["etag"] != first.headers["etag"]
-    assert client.get("/deferred", params={"format": "gemini"}).status_code == 422
+    assert client.get("/deferred", params={"format": "cohere"}).status_code == 422
 
 
 def test_each_tenant_gets_its_own_deferred_list(tiny_router: Router) -> None:

@@ -126,7 +126,7 @@ def test_mcp_answers_a_tenant_with_its_feedback_its_fingerprint_and_the_route_me
 def test_mcp_list_tags_is_the_tenants_own(tiny_router: Router) -> None:
     state = ServiceState.create(tiny_router, Settings(), parse_tenants(TENANTS))
     tools, wx = tenant_tools(tiny_router, WX_KEY, state)
-    assert tools.tags(wx) == {"tags": {"read": 2, "weather": 2}}  # type: ignore[arg-type]
+    assert tools.tags(wx) == {"tags": {"read": 2, "weather": 2}, "groups": {}}  # type: ignore[arg-type]
 
 
 def test_scope_answers_every_visibility_question(tiny_router: Router) -> None:

@@ -436,7 +436,7 @@ def test_search_tools_validates_like_route_and_takes_pinned_and_min_score(tiny_r
             nothing = await client.call_tool("search_tools", {"query": "weather", "min_score": 99})
             assert nothing.structured_content is not None and nothing.structured_content["matches"] == []
             tags = await client.call_tool("list_tags", {})
-            assert tags.structured_content == {"tags": tiny_router.tag_index.visible_tags(None)}
+            assert tags.structured_content == {"tags": tiny_router.tag_index.visible_tags(None), "groups": {}}
 
     anyio.run(scenario)
 

@@ -33,7 +33,7 @@ from toolsift.router import (
     TagRules,
     answer,
 )
-from toolsift.router.deferred import DEFERRED_FORMATS, deferred_tools
+from toolsift.router.deferred import DEFERRED_FORMATS, DeferredFormat, deferred_namespaces, deferred_tools
 from toolsift.router.ranking import DEFAULT_LEXICAL_WEIGHT
 from toolsift.settings import BUNDLED_CATALOG, Settings
 from toolsift.tenants import Tenants, load_tenants
@@ -594,14 +594,17 @@ def tools(index_path: Path | None, tags: tuple[str, ...]) -> None:
     "output_format",
     type=click.Choice(DEFERRED_FORMATS),
     required=True,
-    help="anthropic (Messages API) or openai (Responses API).",
+    help="anthropic (Messages API), openai (Responses API) or gemini (Interactions API).",
 )
-def deferred(index_path: Path | None, output_format: str) -> None:
+@click.option("--namespaces", is_flag=True, help="With openai: each group of tools as one namespace.")
+def deferred(index_path: Path | None, output_format: DeferredFormat, namespaces: bool) -> None:
     """Print the tools array of deferred loading (what GET /deferred returns): the search tool,
     then every tool with defer_loading: true. Send it unchanged on every turn."""
     settings = Settings.from_env(None, index_path=index_path)
     catalog = ToolIndex.load(settings.index_path).catalog
-    payload = deferred_tools(catalog.tools, output_format)  # type: ignore[arg-type]
+    payload = deferred_tools(
+        catalog.tools, output_format, namespaces=deferred_namespaces(catalog, output_format, namespaces)
+    )
     sys.stdout.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
 
 

@@ -1,4 +1,4 @@
-"""A Python client for a toolsift service, and the glue of deferred loading for both providers.
+"""A Python client for a toolsift service, and the glue of deferred loading for each provider.
 
     from toolsift.client import Client
 
@@ -7,8 +7,10 @@
     result.tools                      # the definitions to send
 
 Deferred loading (see toolsift.router.deferred): send ``toolsift.deferred("anthropic").tools``
-on every turn; when the model calls the search tool, append what ``anthropic_tool_result`` (or,
-for OpenAI Responses, ``openai_tool_search_output``) returns. ``AsyncClient`` has the same methods.
+on every turn; when the model calls the search tool, append what ``anthropic_tool_result`` (for
+OpenAI Responses, ``openai_tool_search_output``; for Gemini Interactions,
+``gemini_function_result``) returns; answer its calls of found tools with ``anthropic_call_result``
+(``openai_call_output``, ``gemini_call_result``). ``AsyncClient`` has the same methods.
 
 Errors come back as toolsift's own error classes (``UnknownTag``, ``InvalidQuery``, ...); a
 connection error, or a 503 while the service loads its index, is retried ``retries`` times.
@@ -193,7 +195,8 @@ class Client:
         return RouteResponse.model_validate(response.json())
 
     def deferred(self, format: DeferredFormat, **rules: Any) -> DeferredTools:
-        """``GET /deferred``; ``rules``: ``tag``, ``exclude_tag`` (lists), ``access``."""
+        """``GET /deferred``; ``rules``: ``tag``, ``exclude_tag`` (lists), ``access``, and
+        ``namespaces=True`` (OpenAI: each group of tools as one namespace)."""
         params = deferred_params(format, rules)
         return DeferredTools.model_validate(self._request("GET", "/deferred", params=params).json())
 
@@ -213,9 +216,15 @@ class Client:
         return FeedbackAccepted.model_validate(response.json())
 
     def tools(
-        self, *, tag: Iterable[str] = (), format: str = "toolsift", offset: int = 0, limit: int = 100
+        self,
+        *,
+        tag: Iterable[str] = (),
+        group: Iterable[str] = (),
+        format: str = "toolsift",
+        offset: int = 0,
+        limit: int = 100,
     ) -> ToolPage:
-        params = {"tag": list(tag), "format": format, "offset": offset, "limit": limit}
+        params = {"tag": list(tag), "group": list(group), "format": format, "offset": offset, "limit": limit}
         return ToolPage.model_validate(self._request("GET", "/tools", params=params).json())
 
     def health(self) -> dict[str, Any]:
@@ -235,6 +244,22 @@ class Client:
     ) -> dict[str, Any]:
         """The ``tool_search_output`` item answering the model's ``tool_search_call`` item."""
         return _output_item(self.route(**openai_search(call, k, session_id, rules)))
+
+    def gemini_function_result(
+        self, call: Any, *, k: int = 5, session_id: str | None = None, **rules: Any
+    ) -> dict[str, Any]:
+        """The ``function_result`` step answering the model's call of the search tool (a Gemini
+        Interactions ``function_call`` step, SDK object or dict): the functions found."""
+        return _output_item(self.route(**gemini_search(call, k, session_id, rules)))
+
+    def gemini_call_result(self, call: Any, *, session_id: str | None = None) -> dict[str, Any]:
+        """The ``function_result`` step answering the model's call of a tool it found (a
+        ``function_call`` step), the call run through ``POST /call``."""
+        try:
+            name, arguments = _called(call, "arguments")
+        except ValueError as error:
+            return _gemini_result(call, _not_sent(error))
+        return _gemini_result(call, self.call(name, arguments, session_id=session_id))
 
     def anthropic_call_result(self, tool_use: Any, *, session_id: str | None = None) -> dict[str, Any]:
         """The ``tool_result`` block answering the model's call of a tool it found (a ``tool_use``
@@ -270,6 +295,19 @@ def openai_search(call: Any, k: int, session_id: str | None, rules: Mapping[str,
             "call_id": call_id, "turn_key": turn_key_of(call_id), **_search_options(arguments, k, session_id, rules)}  # fmt: skip
 
 
+def gemini_search(call: Any, k: int, session_id: str | None, rules: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``/route`` request answering a Gemini Interactions ``function_call`` of the search tool."""
+    arguments = search_arguments(_field(call, "arguments"))
+    call_id = _field(call, "id")
+    return {"query": arguments["query"], "delivery": "function_result", "format": "gemini",
+            "call_id": call_id, "turn_key": turn_key_of(call_id), **_search_options(arguments, k, session_id, rules)}  # fmt: skip
+
+
+def is_search_call(call: Any) -> bool:
+    """Whether a model's call (an Anthropic ``tool_use``, a Gemini ``function_call``) is of the search tool."""
+    return bool(_field(call, "name") == SEARCH_TOOL_NAME)
+
+
 def _called(call: Any, field: str) -> tuple[str, dict[str, Any]]:
     """The tool a model's call names and its arguments (a dict, or the JSON text OpenAI sends);
     ``ValueError`` when the arguments are not a JSON object."""
@@ -299,13 +337,19 @@ def _call_output(call: Any, result: CallResult) -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": _field(call, "call_id"), "output": result.openai_output()}
 
 
+def _gemini_result(call: Any, result: CallResult) -> dict[str, Any]:
+    step = {"type": "function_result", "name": _field(call, "name"), "call_id": _field(call, "id"),
+            "result": result.gemini_result()}  # fmt: skip
+    return step | ({"is_error": True} if result.is_error else {})
+
+
 def _tool_result(tool_use: Any, found: RouteResponse) -> dict[str, Any]:
     return {"type": "tool_result", "tool_use_id": _field(tool_use, "id"), "content": found.content or []}
 
 
 def _output_item(found: RouteResponse) -> dict[str, Any]:
     if found.output_item is None:  # the service always sends it for this delivery
-        raise ServiceError("the service answered a tool_search_output request without output_item")
+        raise ServiceError(f"the service answered a {found.delivery} request without output_item")
     return found.output_item
 
 
@@ -362,9 +406,15 @@ class AsyncClient:
         return FeedbackAccepted.model_validate(response.json())
 
     async def tools(
-        self, *, tag: Iterable[str] = (), format: str = "toolsift", offset: int = 0, limit: int = 100
+        self,
+        *,
+        tag: Iterable[str] = (),
+        group: Iterable[str] = (),
+        format: str = "toolsift",
+        offset: int = 0,
+        limit: int = 100,
     ) -> ToolPage:
-        params = {"tag": list(tag), "format": format, "offset": offset, "limit": limit}
+        params = {"tag": list(tag), "group": list(group), "format": format, "offset": offset, "limit": limit}
         return ToolPage.model_validate((await self._request("GET", "/tools", params=params)).json())
 
     async def health(self) -> dict[str, Any]:
@@ -391,6 +441,18 @@ class AsyncClient:
         except ValueError as error:
             return _call_output(call, _not_sent(error))
         return _call_output(call, await self.call(name, arguments, session_id=session_id))
+
+    async def gemini_function_result(
+        self, call: Any, *, k: int = 5, session_id: str | None = None, **rules: Any
+    ) -> dict[str, Any]:
+        return _output_item(await self.route(**gemini_search(call, k, session_id, rules)))
+
+    async def gemini_call_result(self, call: Any, *, session_id: str | None = None) -> dict[str, Any]:
+        try:
+            name, arguments = _called(call, "arguments")
+        except ValueError as error:
+            return _gemini_result(call, _not_sent(error))
+        return _gemini_result(call, await self.call(name, arguments, session_id=session_id))
 
 
 def langgraph_bigtool_retrievers(

@@ -115,8 +115,8 @@ class Tenants:
         for spec in self.specs:
             rules = spec.rules()
             for tag in dict.fromkeys(rules.tags()):
-                if tag not in catalog.tags:
-                    found.append(f"tenant '{spec.name}': no tool has the tag '{tag}'{_nearest(tag, catalog.tags)}")
+                if tag not in catalog.rule_tags:
+                    found.append(f"tenant '{spec.name}': no tool has the tag '{tag}'{_nearest(tag, catalog.rule_tags)}")
             for name in spec.tools:
                 if name not in catalog:
                     found.append(f"tenant '{spec.name}': no tool is named '{name}'{_nearest(name, catalog.names)}")

@@ -11,17 +11,18 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-OutputFormat = Literal["toolsift", "openai", "responses", "anthropic", "mcp"]
+OutputFormat = Literal["toolsift", "openai", "responses", "anthropic", "mcp", "gemini"]
 """``openai``: Chat Completions (``{"type": "function", "function": {...}}``); ``responses``: the
-OpenAI Responses API's flat function tool (``{"type": "function", "name", ...}``)."""
+OpenAI Responses API's flat function tool (``{"type": "function", "name", ...}``); ``gemini``: a
+function of Gemini's Interactions API (``{"type": "function", "name", "description", "parameters"}``)."""
 OUTPUT_FORMATS: tuple[OutputFormat, ...] = get_args(OutputFormat)
-Delivery = Literal["subset", "allowed_tools", "tool_reference", "tool_search_output"]
+Delivery = Literal["subset", "allowed_tools", "tool_reference", "tool_search_output", "function_result"]
 DELIVERY_MODES: tuple[str, ...] = get_args(Delivery)
 Access = Literal["any", "read_only", "non_destructive"]
 ACCESS_POLICIES: tuple[str, ...] = get_args(Access)
 SessionPolicy = Literal["all", "outranking"]
 SESSION_POLICIES: tuple[str, ...] = get_args(SessionPolicy)
-DeferredFormat = Literal["anthropic", "openai"]
+DeferredFormat = Literal["anthropic", "openai", "gemini"]
 DEFERRED_FORMATS: tuple[str, ...] = get_args(DeferredFormat)
 Dialect = Literal["auto", "toolsift", "openai", "anthropic", "mcp"]
 DIALECTS: tuple[str, ...] = get_args(Dialect)
@@ -123,14 +124,15 @@ class RouteRequest(WireModel):
     delivery: Delivery = Field(
         default="subset",
         description="allowed_tools (with format=openai): a stable superset in tools, masked by tool_choice; "
-        "tool_reference / tool_search_output: the answer to a deferred-loading search call (see GET /deferred)",
+        "tool_reference (Anthropic) / tool_search_output (OpenAI) / function_result (Gemini): the answer to a "
+        "deferred-loading search call (see GET /deferred)",
     )
     call_id: str | None = Field(
         default=None,
         min_length=1,
         max_length=256,
         pattern=r"^[A-Za-z0-9._:-]+$",
-        description="With delivery=tool_search_output: the call_id of the model's tool search call",
+        description="With delivery=tool_search_output or function_result: the id of the model's tool search call",
     )
     turn_key: str | None = Field(
         default=None,
@@ -144,6 +146,11 @@ class RouteRequest(WireModel):
         default=False,
         description="With a deferred delivery and a session: reference every match again, also those "
         "referenced on earlier turns",
+    )
+    namespaces: bool = Field(
+        default=False,
+        description="With delivery=tool_search_output: put the found tools in their groups' namespaces, as "
+        "GET /deferred?format=openai&namespaces=true sends them",
     )
 
 
@@ -222,7 +229,8 @@ class RouteResponse(WireModel):
     )
     output_item: dict[str, Any] | None = Field(
         default=None,
-        description="With delivery=tool_search_output: the OpenAI Responses tool_search_output item to append",
+        description="With delivery=tool_search_output: the OpenAI Responses tool_search_output item to append; "
+        "with function_result: the Gemini Interactions function_result step",
     )
     names: dict[str, str] | None = Field(
         default=None,
@@ -328,6 +336,13 @@ class CallResult(WireModel):
             return self.text if self.content or self.structured_content is None else _json(self.structured_content)
         return [_openai_item(block) for block in self.content]
 
+    def gemini_result(self) -> list[dict[str, Any]]:
+        """The content as a Gemini ``function_result``'s ``result``: text and images as their
+        Interactions content, any other block (or ``structuredContent`` alone) as its JSON text."""
+        if not self.content and self.structured_content is not None:
+            return [{"type": "text", "text": _json(self.structured_content)}]
+        return [_gemini_item(block) for block in self.content]
+
 
 def _json(value: Any) -> str:
     import orjson
@@ -348,6 +363,13 @@ def _openai_item(block: dict[str, Any]) -> dict[str, Any]:
         return {"type": "input_image", "image_url": f"data:{block.get('mimeType', 'image/png')};base64,{block['data']}"}
     text = block.get("text", "") if block.get("type") == "text" else _json(block)
     return {"type": "input_text", "text": text}
+
+
+def _gemini_item(block: dict[str, Any]) -> dict[str, Any]:
+    if block.get("type") == "image" and isinstance(block.get("data"), str):
+        return {"type": "image", "data": block["data"], "mime_type": block.get("mimeType", "image/png")}
+    text = block.get("text", "") if block.get("type") == "text" else _json(block)
+    return {"type": "text", "text": text}
 
 
 class FeedbackAccepted(WireModel):
@@ -383,6 +405,11 @@ class DeferredTools(WireModel):
     fingerprint: str = Field(description="Changes only when the tools the caller may see change (the ETag)")
 
 
+class GroupOut(WireModel):
+    tools: int = Field(description="The group's tools the caller may see")
+    description: str = Field(description="What the group is for (the catalog's groups section, or its first tools)")
+
+
 class ToolPage(WireModel):
     """``GET /tools``: one page of the catalog the caller may see."""
 
@@ -391,6 +418,9 @@ class ToolPage(WireModel):
     limit: int
     tools: list[dict[str, Any]] = Field(description="This page's definitions, by name, in the requested format")
     tags: dict[str, int] = Field(description="Each tag the caller's tools carry, with its count")
+    groups: dict[str, GroupOut] = Field(
+        default_factory=dict, description="Each group of the caller's tools: its count and what it is for"
+    )
     catalog_fingerprint: str = Field(description="The fingerprint of the catalog as the caller sees it")
     names: dict[str, str] | None = Field(
         default=None, description="Sent name -> catalog name, for this page's tools that were renamed"

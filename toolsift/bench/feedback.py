@@ -82,7 +82,7 @@ def with_examples(catalog: Catalog, fed: Sequence[Query], per_tool: int = EXAMPL
         tool.model_copy(update={"examples": tool.examples + tuple(chosen[tool.name])}) if tool.name in chosen else tool
         for tool in catalog
     ]
-    return Catalog(tools, source=catalog.source)
+    return catalog.with_tools(tools)
 
 
 def run_feedback_curve(

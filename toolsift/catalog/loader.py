@@ -23,7 +23,8 @@ from toolsift.wire import Dialect as Dialect
 
 _NATIVE_HELP = (
     "A tool needs at least 'name' and 'description'; 'parameters' (a JSON schema of type "
-    "'object'), 'tags' (list of strings), 'examples' (requests it answers) and 'annotations' are optional"
+    "'object'), 'tags' (list of strings), 'group' (a name), 'examples' (requests it answers) and 'annotations' "
+    "are optional"
 )
 
 
@@ -35,12 +36,15 @@ def load_catalog(path: str | Path, *, dialect: Dialect = "auto") -> Catalog:
         raise CatalogError("file not found", source=source, fix="Pass the path of a .json, .jsonl or .yaml catalog")
     suffix = path.suffix.lower()
     text = utf8_text(path.read_bytes(), source).encode()
+    groups: dict[str, str] = {}
     if suffix in (".jsonl", ".ndjson"):
         entries = list(_jsonl_entries(text, source))
     elif suffix in (".yaml", ".yml"):
-        entries = _entries_from_document(_parse_yaml(text, source), source, "entry")
+        document = _parse_yaml(text, source)
+        entries, groups = _entries_from_document(document, source, "entry"), _groups_section(document, source)
     elif suffix == ".json":
-        entries = _entries_from_document(_parse_json(text, source), source, "entry")
+        document = _parse_json(text, source)
+        entries, groups = _entries_from_document(document, source, "entry"), _groups_section(document, source)
     else:
         raise CatalogError(
             f"unsupported file type '{suffix or '(none)'}'",
@@ -49,13 +53,36 @@ def load_catalog(path: str | Path, *, dialect: Dialect = "auto") -> Catalog:
         )
     if not entries:
         raise CatalogError("has no tools", source=source, fix="Add at least one tool, or pass the catalog you meant")
-    return Catalog(_tools_from_entries(entries, source, dialect), source=source)
+    return Catalog(_tools_from_entries(entries, source, dialect), source=source, groups=groups)
 
 
 def parse_catalog(data: Any, *, source: str = "<data>", dialect: Dialect = "auto") -> Catalog:
-    """Build a catalog from already-parsed data: a list of tool dicts or ``{"tools": [...]}``."""
+    """Build a catalog from already-parsed data: a list of tool dicts or ``{"tools": [...],
+    "groups": {...}}``."""
     entries = _entries_from_document(data, source, "entry")
-    return Catalog(_tools_from_entries(entries, source, dialect), source=source)
+    return Catalog(_tools_from_entries(entries, source, dialect), source=source, groups=_groups_section(data, source))
+
+
+def _groups_section(document: Any, source: str) -> dict[str, str]:
+    """A catalog's ``groups``: a mapping of name to description, or a list of ``{name,
+    description}``; absent, no descriptions."""
+    section = document.get("groups") if isinstance(document, dict) else None
+    if section is None:
+        return {}
+    if isinstance(section, list):
+        try:
+            section = {entry["name"]: entry.get("description", "") for entry in section}
+        except (TypeError, KeyError):
+            raise CatalogError(
+                "each entry of a 'groups' list needs a 'name'", source=source, field="groups",
+                fix="Write groups as {name: description} or [{name, description}]",
+            ) from None  # fmt: skip
+    if not isinstance(section, dict):
+        raise CatalogError(
+            f"'groups' must be a mapping, not {type(section).__name__}", source=source, field="groups",
+            fix="Write groups as {name: description} or [{name, description}]",
+        )  # fmt: skip
+    return {name: "" if description is None else description for name, description in section.items()}
 
 
 def read_document(path: str | Path, what: str, error: type[InputFileError] = CatalogError) -> tuple[Any, str]:
@@ -207,8 +234,22 @@ def _tool_from_entry(entry: Any, source: str, where: str, dialect: Dialect) -> T
 
 EXAMPLES_FIELD = "x-examples"
 """Where a provider-format entry (OpenAI, Anthropic) carries example requests."""
+TAGS_FIELD = "x-tags"
+GROUP_FIELD = "x-group"
+"""Where a provider-format entry carries its tags and its group."""
 MCP_EXAMPLES_KEY = "toolsift/examples"
-"""Where an MCP tool carries them: ``_meta: {"toolsift/examples": [...]}``."""
+MCP_TAGS_KEY = "toolsift/tags"
+MCP_GROUP_KEY = "toolsift/group"
+"""Where an MCP tool carries them: ``_meta: {"toolsift/examples": [...], "toolsift/tags": [...],
+"toolsift/group": "..."}``."""
+
+
+def _extension(entry: Mapping[str, Any], field: str) -> Any:
+    """An ``x-`` field of a provider-format entry: on the entry, or on its ``function``."""
+    function = entry.get("function")
+    if isinstance(function, Mapping) and field in function:
+        return function[field]
+    return entry.get(field)
 
 
 def _from_toolsift(entry: Mapping[str, Any], source: str, where: str) -> dict[str, Any]:
@@ -223,7 +264,9 @@ def _from_openai(entry: Mapping[str, Any], source: str, where: str) -> dict[str,
         "name": function.get("name"),
         "description": function.get("description", ""),
         "parameters": function.get("parameters") or {},
-        "examples": function.get(EXAMPLES_FIELD, entry.get(EXAMPLES_FIELD)),
+        "examples": _extension(entry, EXAMPLES_FIELD),
+        "tags": _extension(entry, TAGS_FIELD),
+        "group": _extension(entry, GROUP_FIELD),
     }
 
 
@@ -233,6 +276,8 @@ def _from_anthropic(entry: Mapping[str, Any], source: str, where: str) -> dict[s
         "description": entry.get("description", ""),
         "parameters": entry.get("input_schema") or {},
         "examples": entry.get(EXAMPLES_FIELD),
+        "tags": entry.get(TAGS_FIELD),
+        "group": entry.get(GROUP_FIELD),
     }
 
 
@@ -240,14 +285,17 @@ def _from_mcp(entry: Mapping[str, Any], source: str, where: str) -> dict[str, An
     annotations = dict(entry.get("annotations") or {})
     if entry.get("title") and not annotations.get("title"):
         annotations["title"] = entry["title"]
-    fields: dict[str, Any] = {
+    found = entry.get("_meta")
+    meta: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    return {
         "name": entry.get("name"),
         "description": entry.get("description", ""),
         "parameters": entry.get("inputSchema") or {},
         "annotations": annotations,
-        "examples": meta.get(MCP_EXAMPLES_KEY) if isinstance(meta := entry.get("_meta"), Mapping) else None,
+        "examples": meta.get(MCP_EXAMPLES_KEY),
+        "tags": meta.get(MCP_TAGS_KEY),
+        "group": meta.get(MCP_GROUP_KEY),
     }
-    return fields
 
 
 _CONVERTERS = {

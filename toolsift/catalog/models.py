@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -17,7 +17,13 @@ from toolsift.errors import CatalogError
 from toolsift.types import JSONSchema
 
 MAX_EXAMPLE_CHARS = 8192
+MAX_GROUP_DESCRIPTION_CHARS = 1024
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+GROUP_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
+"""A group's name: what providers take as a namespace's name (after ``wire_name``), and safe in
+a comma-separated rule."""
+GROUP_TAG_PREFIX = "group:"
+"""Rules name a group as a tag: ``group:github`` (every tool carries its group's tag)."""
 
 
 class ToolAnnotations(BaseModel):
@@ -51,6 +57,10 @@ class Tool(BaseModel):
     examples: tuple[str, ...] = ()
     """Example requests this tool answers: part of its embedding text, and each one a view of
     the tool in the ranking (``toolsift.router.usage``)."""
+    group: str | None = Field(default=None, pattern=GROUP_PATTERN)
+    """The group the tool belongs to (one job, one service: an MCP server's tools are grouped by
+    server). Rules name it as the tag ``group:<name>``; OpenAI's deferred loading can send each
+    group as a namespace."""
     source: str | None = None
 
     @field_validator("name")
@@ -68,6 +78,8 @@ class Tool(BaseModel):
             tag = tag.strip()
             if not tag:
                 raise ValueError("tags must be non-empty strings")
+            if tag.startswith(GROUP_TAG_PREFIX):
+                raise ValueError(f"the tag {tag!r} is reserved for groups: set the tool's 'group' field instead")
             if tag not in cleaned:
                 cleaned.append(tag)
         return tuple(cleaned)
@@ -102,6 +114,11 @@ class Tool(BaseModel):
                 raise ValueError(f"'required' lists {required!r}, which is not in 'properties'")
         return schema
 
+    @property
+    def rule_tags(self) -> tuple[str, ...]:
+        """The tags rules see: the tool's own, and ``group:<name>`` for its group."""
+        return self.tags if self.group is None else (*self.tags, GROUP_TAG_PREFIX + self.group)
+
     def parameter_names(self) -> list[str]:
         properties = self.parameters.get("properties", {})
         return list(properties) if isinstance(properties, dict) else []
@@ -119,11 +136,15 @@ class Tool(BaseModel):
 
 
 class Catalog:
-    """An ordered, name-unique collection of tools. Immutable once built."""
+    """An ordered, name-unique collection of tools, and what its groups are for. Immutable once
+    built."""
 
-    def __init__(self, tools: Iterable[Tool], *, source: str = "<memory>") -> None:
+    def __init__(
+        self, tools: Iterable[Tool], *, source: str = "<memory>", groups: Mapping[str, str] | None = None
+    ) -> None:
         self.source = source
         self._tools: tuple[Tool, ...] = tuple(tools)
+        self._group_descriptions = check_groups(groups or {}, source)
         self._positions: dict[str, int] = {}
         self._digests: dict[str, str] = {}
         for position, tool in enumerate(self._tools):
@@ -204,6 +225,33 @@ class Catalog:
     def tags(self) -> frozenset[str]:
         return frozenset(tag for tool in self._tools for tag in tool.tags)
 
+    @cached_property
+    def rule_tags(self) -> frozenset[str]:
+        """Every tag a rule may name: the tools' tags and ``group:<name>`` for each group."""
+        return frozenset(tag for tool in self._tools for tag in tool.rule_tags)
+
+    @property
+    def group_descriptions(self) -> Mapping[str, str]:
+        """What each group is for, as the catalog's ``groups`` section says (sorted by name)."""
+        return self._group_descriptions
+
+    def groups(self) -> dict[str, tuple[Tool, ...]]:
+        """Each group's tools, groups by name and tools in catalog order (ungrouped tools left out)."""
+        found: dict[str, list[Tool]] = {}
+        for tool in self._tools:
+            if tool.group is not None:
+                found.setdefault(tool.group, []).append(tool)
+        return {name: tuple(found[name]) for name in sorted(found)}
+
+    def describe_group(self, name: str, members: Sequence[str]) -> str:
+        """The group's description; without one, a line naming ``members`` (the group's tools the
+        reader may see: never name one beyond them)."""
+        described = self._group_descriptions.get(name)
+        if described:
+            return described
+        shown = ", ".join(members[:8]) + (f" and {len(members) - 8} more" if len(members) > 8 else "")
+        return f"Tools of {name}: {shown}"
+
     def tag_counts(self) -> Mapping[str, int]:
         counts: dict[str, int] = {}
         for tool in self._tools:
@@ -221,11 +269,39 @@ class Catalog:
 
     @cached_property
     def fingerprint(self) -> str:
-        """sha256 of the tools' canonical JSON, in name order: load order does not change it."""
-        return fingerprint_tools(self._tools)
+        """sha256 of the tools' canonical JSON, in name order (load order does not change it), and
+        of the groups' descriptions when there are any."""
+        tools = fingerprint_tools(self._tools)
+        if not self._group_descriptions:
+            return tools
+        described = orjson.dumps(self._group_descriptions, option=orjson.OPT_SORT_KEYS)
+        return "sha256:" + hashlib.sha256(tools.encode() + b"\n" + described).hexdigest()
 
     def to_records(self) -> list[dict[str, Any]]:
         return [tool.model_dump(mode="json", exclude_defaults=True) for tool in self._tools]
+
+    def with_tools(self, tools: Iterable[Tool]) -> Catalog:
+        """A catalog of ``tools`` from the same source, keeping the groups' descriptions."""
+        return Catalog(tools, source=self.source, groups=self._group_descriptions)
+
+
+def check_groups(groups: Mapping[str, str], source: str) -> dict[str, str]:
+    """The ``groups`` section, checked: valid names, descriptions that are plain text."""
+    checked: dict[str, str] = {}
+    for name, description in sorted(groups.items()):
+        if not isinstance(name, str) or not re.fullmatch(GROUP_PATTERN, name):
+            raise CatalogError(
+                "is not a valid group name", source=source, entry=f"group {name!r}", field="groups",
+                fix="Use 1 to 64 letters, digits, '_', '.' or '-'",
+            )  # fmt: skip
+        if not isinstance(description, str) or len(description) > MAX_GROUP_DESCRIPTION_CHARS:
+            raise CatalogError(
+                f"needs a description of at most {MAX_GROUP_DESCRIPTION_CHARS} characters",
+                source=source, entry=f"group '{name}'", field="groups",
+                fix="Write what the group's tools are for in a sentence or two",
+            )  # fmt: skip
+        checked[name] = description.strip()
+    return checked
 
 
 def _check_keys_are_strings(value: Any, path: str) -> None:

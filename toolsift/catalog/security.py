@@ -335,19 +335,21 @@ def _imitates(name: str) -> bool:
 
 def scan_tool(tool: Tool, names: frozenset[str] = frozenset()) -> list[Hit]:
     """The ``security-*`` problems of one tool's texts (``names``: the catalog's other tools)."""
-    hits: list[Hit] = []
-    for text in texts_of(tool):
-        value = text.value
-        hits += [Hit("security-hidden-text", "error", what, text.where) for what in _hidden(value)]
-        visible = _visible(value)
-        hits += [Hit(code, "error", what, text.where) for code, what in _instructions(visible)]
-        hits += [Hit("security-exfiltration", "error", what, text.where) for what in _exfiltration(visible)]
-        if _shadowing(visible, tool, names):
-            hits.append(Hit("security-shadowing", "error", "orders about other tools or servers", text.where))
-        if _PREFERENCE.search(visible):
-            what = "a plea to be chosen over every other tool (preference manipulation)"
-            hits.append(Hit("security-preference-manipulation", "error", what, text.where))
-    return _unique(hits)
+    return _unique(hit for text in texts_of(tool) for hit in _scan_text(text, tool, names))
+
+
+def _scan_text(text: Text, tool: Tool, names: frozenset[str]) -> list[Hit]:
+    value = text.value
+    hits = [Hit("security-hidden-text", "error", what, text.where) for what in _hidden(value)]
+    visible = _visible(value)
+    hits += [Hit(code, "error", what, text.where) for code, what in _instructions(visible)]
+    hits += [Hit("security-exfiltration", "error", what, text.where) for what in _exfiltration(visible)]
+    if _shadowing(visible, tool, names):
+        hits.append(Hit("security-shadowing", "error", "orders about other tools or servers", text.where))
+    if _PREFERENCE.search(visible):
+        what = "a plea to be chosen over every other tool (preference manipulation)"
+        hits.append(Hit("security-preference-manipulation", "error", what, text.where))
+    return hits
 
 
 def _visible(text: str) -> str:
@@ -368,8 +370,12 @@ def scan_catalog(catalog: Catalog) -> dict[str, list[Hit]]:
     """Every tool with a ``security-*`` problem, and its problems."""
     names = frozenset(catalog.names)
     found: dict[str, list[Hit]] = {}
+    described = catalog.group_descriptions
     for tool in catalog:
         hits = scan_tool(tool, names)
+        if tool.group is not None and tool.group in described:  # sent with its tools (a namespace)
+            text = Text(f"groups.{tool.group}.description", described[tool.group])
+            hits = _unique([*hits, *_scan_text(text, tool, names)])
         if hits:
             found[tool.name] = hits
     for name, (why, twin) in confusable_names(catalog.names).items():

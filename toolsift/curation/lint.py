@@ -442,6 +442,46 @@ def check_descriptions(catalog: Catalog) -> Iterable[Finding]:
 
 
 EXAMPLES_LISTED = 50
+MAX_GROUP_TOOLS = 20
+"""A group is the unit OpenAI's tool search loads whole (a namespace) and the unit group-first
+ranking picks: past this size it loads as many schemas as deferred loading set out to avoid and
+stops telling jobs apart. OpenAI suggests under 10 functions per namespace; 20 leaves room for a
+typical MCP server (one service, one job) before the note."""
+
+
+def check_groups(catalog: Catalog) -> Iterable[Finding]:
+    """Groups too large to serve their purpose, described groups no tool is in, and groups
+    without a description (their namespace then names their first tools)."""
+    groups = catalog.groups()
+    for name, members in groups.items():
+        if len(members) > MAX_GROUP_TOOLS:
+            yield Finding(
+                "group-too-large",
+                "warning",
+                tuple(tool.name for tool in members[:EXAMPLES_LISTED]),
+                f"group '{name}' holds {len(members)} tools (over {MAX_GROUP_TOOLS}): a model that opens it loads "
+                "them all, and group-first ranking cannot tell its jobs apart",
+                "Split it by job (e.g. github_issues, github_code), each with a description of what it is for",
+                {"group": name, "count": len(members)},
+            )
+    described = catalog.group_descriptions
+    for name in sorted(set(described) - set(groups)):
+        yield Finding(
+            "group-unused", "info", (), f"the groups section describes '{name}', which no tool is in",
+            "Set `group: " + name + "` on its tools, or remove the entry", {"group": name},
+        )  # fmt: skip
+    bare = [name for name in groups if not described.get(name)]
+    if bare:
+        yield Finding(
+            "group-undescribed",
+            "info",
+            tuple(tool.name for name in bare[:3] for tool in groups[name][:1]),
+            f"{len(bare)} of {len(groups)} groups have no description: {', '.join(bare[:5])}"
+            + (" ..." if len(bare) > 5 else ""),
+            "Add a `groups:` section to the catalog ({name: what its tools are for}); a namespace and the "
+            "group ranking read it",
+            {"groups": bare},
+        )
 
 
 def check_examples(catalog: Catalog) -> Iterable[Finding]:
@@ -644,9 +684,9 @@ def visible_findings(findings: Iterable[Finding], scope: Scope) -> list[Finding]
         return list(findings)
     shown = []
     for finding in findings:
-        if not all(map(scope.contains, finding.tools)):
-            continue
-        if "count" in finding.details:
+        if not finding.tools or not all(map(scope.contains, finding.tools)):
+            continue  # a finding about the catalog at large is the operator's
+        if finding.code == "no-examples":
             listed = ", ".join(finding.tools[:3]) + (
                 f" and {len(finding.tools) - 3} more" if len(finding.tools) > 3 else ""
             )
@@ -705,6 +745,7 @@ def static_checks(
         *check_descriptions(catalog),
         *check_parameters(catalog),
         *check_examples(catalog),
+        *check_groups(catalog),
         *check_token_cost(tokens),
     ]
     return findings, tokens

@@ -4,6 +4,7 @@ Folder layout::
 
     manifest.json   what built it: model, dimension, catalog fingerprint, versions
     catalog.jsonl   the tools, in index order (FAISS id = line number - 1)
+    groups.json     what each group is for (only when the catalog describes its groups)
     vectors.faiss   the FAISS index
 """
 
@@ -34,6 +35,7 @@ TEXT_RECIPE_VERSION = 2  # bump when compose_tool_text changes what it produces
 
 MANIFEST = "manifest.json"
 CATALOG = "catalog.jsonl"
+GROUPS = "groups.json"
 VECTORS = "vectors.faiss"
 
 
@@ -115,6 +117,18 @@ def _remove_abandoned(target: Path, keep: Path) -> None:
                 shutil.rmtree(entry, ignore_errors=True)
         except OSError:
             continue
+
+
+def read_catalog(folder: Path) -> Catalog:
+    """The catalog saved in one build of an index folder, its groups' descriptions included."""
+    catalog = load_catalog(folder / CATALOG, dialect="toolsift")
+    if not (folder / GROUPS).is_file():
+        return catalog
+    try:
+        described = orjson.loads((folder / GROUPS).read_bytes())
+    except orjson.JSONDecodeError as error:
+        raise IndexNotFound(str(folder), f"a readable {GROUPS} ({error})") from None
+    return Catalog(catalog, source=catalog.source, groups=described)
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -212,6 +226,8 @@ class ToolIndex:
                 handle.writelines(
                     orjson.dumps(record) + b"\n" for record in self.catalog.to_records()
                 )  # keeps parameter order
+            if self.catalog.group_descriptions:
+                (staging / GROUPS).write_bytes(orjson.dumps(dict(self.catalog.group_descriptions)))
             self.vectors.save(staging / VECTORS)
             (staging / MANIFEST).write_bytes(
                 orjson.dumps(asdict(self.manifest), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
@@ -276,7 +292,7 @@ class ToolIndex:
             raise IndexMismatch(shown, "tool-text recipe version", TEXT_RECIPE_VERSION, manifest.text_recipe_version)
         if expected_model is not None and manifest.model != expected_model:
             raise IndexMismatch(shown, "embedding model", expected_model, manifest.model)
-        catalog = load_catalog(folder / CATALOG, dialect="toolsift")
+        catalog = read_catalog(folder)
         if catalog.fingerprint != manifest.catalog_fingerprint:
             raise IndexMismatch(
                 shown,

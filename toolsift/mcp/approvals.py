@@ -30,8 +30,8 @@ from toolsift.catalog import Tool
 from toolsift.errors import CatalogError
 
 NEW = "a tool the server did not list when approved"
-HASHED_OUT = {"name", "tags", "source"}
-"""What the servers file decides (prefix, tags), not the server: a change there needs no review."""
+HASHED_OUT = {"name", "tags", "group", "source"}
+"""What the servers file decides (prefix, tags, group), not the server: a change there needs no review."""
 
 
 def definition_hash(tool: Tool) -> str:
@@ -145,7 +145,7 @@ class Approvals:
                 served.append(tool)
             else:
                 approved = Tool.model_validate(pin["definition"]).model_copy(
-                    update={"name": tool.name, "tags": tool.tags, "source": tool.source}
+                    update={"name": tool.name, "tags": tool.tags, "group": tool.group, "source": tool.source}
                 )
                 served.append(approved)
                 what = _what_changed(approved, tool)

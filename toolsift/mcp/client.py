@@ -52,14 +52,17 @@ async def list_server_tools(
 
 
 def to_tool(record: dict[str, Any], spec: McpServerSpec, *, believe: bool = True) -> Tool:
-    """One MCP tool definition as a Tool: prefixed name, the server's tags, source = server name,
-    its annotations as far as the server is believed (``believed``)."""
+    """One MCP tool definition as a Tool: prefixed name, the servers file's tags for it, group and
+    source = server name, its annotations as far as the server is believed (``believed``). Tags
+    and group are the operator's: a server's own (``_meta``) are ignored, or it could tag its way
+    into a tenant's scope."""
     annotations = record.get("annotations")
     if isinstance(annotations, dict):  # newer hints this version does not know must not reject the tool
         record = {**record, "annotations": {k: v for k, v in annotations.items() if k in _KNOWN_ANNOTATIONS}}
     tool = parse_tool(record, dialect="mcp")
-    tags = tuple(dict.fromkeys((*tool.tags, *spec.tags, spec.server_tag)))
-    claimed = tool.model_copy(update={"name": spec.prefix + tool.name, "tags": tags, "source": spec.name})
+    tags = tuple(dict.fromkeys((*spec.tags, spec.server_tag)))
+    update = {"name": spec.prefix + tool.name, "tags": tags, "group": spec.group, "source": spec.name}
+    claimed = tool.model_copy(update=update)
     return believed(claimed, spec) if believe else claimed
 
 

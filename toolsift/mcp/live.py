@@ -249,7 +249,11 @@ class LiveCatalog:
                 "tool '%s' is offered by %s too; %s keeps serving it (set a 'prefix' for one server)",
                 clash["tool"], " and ".join(clash["dropped"]), clash["serving"],
             )  # fmt: skip
-        return Catalog(tools, source="mcp:" + ",".join(self.servers)), keep
+        described = dict(self.base.group_descriptions) if self.base is not None else {}
+        described |= {
+            state.spec.group: state.spec.description for state in self.servers.values() if state.spec.description
+        }
+        return Catalog(tools, source="mcp:" + ",".join(self.servers), groups=described), keep
 
     def _screened(self, tools: list[Tool], owners: dict[str, str]) -> list[Tool]:
         """``tools`` without the servers' tools that carry a ``security-*`` error (a poisoned

@@ -11,12 +11,16 @@ The file uses the ``mcpServers`` layout most MCP clients share (``servers`` is a
         url: https://mcp.example.com/mcp
         prefix: "github_"            # renames its tools, to avoid name clashes
         tags: [github]               # added to every tool of this server
+        description: Issues, pull requests and code search on GitHub   # what the server's group is for
         call_timeout: 120            # seconds a forwarded call may take (default 60)
         trusted: true                # believe its readOnlyHint / destructiveHint (default: no)
         read_only: [list_issues]     # tools the operator vouches change nothing
         policy: quarantine           # a changed or new tool waits for approval (or: accept)
 
-Every tool also gets the tag ``mcp:<server name>``, so tag rules can pick or drop a server.
+Every tool also gets the tag ``mcp:<server name>``, so tag rules can pick or drop a server, and
+belongs to the group named after its server (``group``: another name), described by
+``description`` (OpenAI's deferred loading sends each group as a namespace). A server's own tags
+and group (``_meta``) are ignored: what a server's tools may reach is the operator's to say.
 
 A server's own annotations are claims: unless it is ``trusted``, a tool's ``readOnlyHint: true``
 or ``destructiveHint: false`` is dropped (``access: read_only`` / ``non_destructive`` then refuse
@@ -48,6 +52,10 @@ class McpServerSpec(BaseModel):
     url: str | None = None
     prefix: str = ""
     tags: tuple[str, ...] = ()
+    description: str = Field(default="", max_length=1024)
+    """What the server's tools are for: its group's description (the operator's words, not the server's)."""
+    group_name: str | None = Field(default=None, alias="group", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    """The group of the server's tools (default: the server's name)."""
     timeout: float = Field(default=30.0, gt=0, le=600)
     """Seconds to wait for the server to start and answer tools/list."""
     call_timeout: float = Field(default=60.0, gt=0, le=3600)
@@ -71,6 +79,10 @@ class McpServerSpec(BaseModel):
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ValueError(f"url must start with http:// or https://, got {self.url!r}")
         return self
+
+    @property
+    def group(self) -> str:
+        return self.group_name or self.name
 
     @property
     def server_tag(self) -> str:
@@ -105,8 +117,8 @@ def parse_sources(document: Any, source: str = "<data>") -> list[McpServerSpec]:
                 source=source,
                 entry=f"server '{name}'",
                 field=field,
-                fix="Each server needs 'command' (+ 'args', 'env', 'cwd') or 'url'; optional: prefix, tags, timeout, "
-                "call_timeout, trusted, read_only, policy",
+                fix="Each server needs 'command' (+ 'args', 'env', 'cwd') or 'url'; optional: prefix, tags, description, group, "
+                "timeout, call_timeout, trusted, read_only, policy",
             ) from None
     return specs
 

@@ -62,6 +62,8 @@ class RouteQuery:
     session_policy: SessionPolicy = "all"
     call_id: str | None = None
     repeat_references: bool = False
+    namespaces: bool = False
+    """With ``tool_search_output``: the found tools in their groups' namespaces."""
     turn_key: str | None = None
     """With a session: the caller's key for this request; a retry with the same key gets the same
     answer, never a second turn (``toolsift.router.sessions.next_turn``)."""

@@ -10,7 +10,12 @@ expand there, so tools, system prompt and earlier messages stay a cache hit on e
 - Anthropic: a client tool (``toolsift_search``) whose ``tool_result`` content holds
   ``{"type": "tool_reference", "tool_name": ...}`` blocks.
 - OpenAI Responses: a ``{"type": "tool_search", "execution": "client"}`` tool, answered by a
-  ``tool_search_output`` item carrying the matched function definitions.
+  ``tool_search_output`` item carrying the matched function definitions. With ``namespaces``,
+  each group of tools is one ``namespace`` tool (OpenAI's models were trained to search those),
+  and the found tools come in their namespaces.
+- Gemini Interactions: a ``{"type": "tool_search", "execution": "client", "name":
+  "toolsift_search"}`` tool, answered by a ``function_result`` step named after it whose
+  ``result`` holds the matched function definitions.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from typing import Any
 
 import orjson
 
-from toolsift.catalog import Tool
-from toolsift.router.formats import to_anthropic, to_responses
+from toolsift.catalog import Catalog, Tool
+from toolsift.catalog.names import wire_name
+from toolsift.errors import InvalidQuery
+from toolsift.router.formats import to_anthropic, to_gemini, to_responses
 from toolsift.wire import DEFERRED_FORMATS as DEFERRED_FORMATS
 from toolsift.wire import SEARCH_TOOL_NAME as SEARCH_TOOL_NAME
 from toolsift.wire import DeferredFormat as DeferredFormat
@@ -52,29 +59,64 @@ def search_tool(output_format: DeferredFormat) -> dict[str, Any]:
     """The search tool's own definition, as the provider takes it."""
     if output_format == "anthropic":
         return {"name": SEARCH_TOOL_NAME, "description": SEARCH_DESCRIPTION, "input_schema": SEARCH_PARAMETERS}
-    return {
-        "type": "tool_search",
-        "execution": "client",
-        "description": SEARCH_DESCRIPTION,
-        "parameters": SEARCH_PARAMETERS,
-    }
+    search = {"type": "tool_search", "execution": "client", "description": SEARCH_DESCRIPTION}
+    if output_format == "gemini":  # the function_result answering it is named after it
+        search["name"] = SEARCH_TOOL_NAME
+    return {**search, "parameters": SEARCH_PARAMETERS}
+
+
+_DEFINITIONS = {"anthropic": to_anthropic, "openai": to_responses, "gemini": to_gemini}
 
 
 def deferred_tool(tool: Tool, output_format: DeferredFormat) -> dict[str, Any]:
     """``tool``'s definition with ``defer_loading: true``."""
-    definition = to_anthropic(tool) if output_format == "anthropic" else to_responses(tool)
-    return {**definition, "defer_loading": True}
+    return {**_DEFINITIONS[output_format](tool), "defer_loading": True}
 
 
-def deferred_tools(tools: Sequence[Tool], output_format: DeferredFormat) -> dict[str, Any]:
+def namespaced(tools: Sequence[Tool], catalog: Catalog, *, defer: bool) -> list[dict[str, Any]]:
+    """OpenAI Responses definitions of ``tools`` with each group's tools in one ``namespace``
+    (groups by name, then the tools in no group; each tool by name). A namespace is described by
+    the catalog's ``groups`` section, or by the tools it holds here, never by others."""
+    by_group: dict[str | None, list[Tool]] = {}
+    for tool in sorted(tools, key=lambda tool: tool.name):
+        by_group.setdefault(tool.group, []).append(tool)
+
+    def definition(tool: Tool) -> dict[str, Any]:
+        return deferred_tool(tool, "openai") if defer else to_responses(tool)
+
+    found: list[dict[str, Any]] = [
+        {"type": "namespace", "name": wire_name(group),
+         "description": catalog.describe_group(group, [tool.name for tool in members]),
+         "tools": [definition(tool) for tool in members]}
+        for group, members in sorted((g, m) for g, m in by_group.items() if g is not None)
+    ]  # fmt: skip
+    return found + [definition(tool) for tool in by_group.get(None, [])]
+
+
+def deferred_namespaces(catalog: Catalog, output_format: str, namespaces: bool) -> Catalog | None:
+    """The catalog whose groups become namespaces, when they are asked for (OpenAI only)."""
+    if not namespaces:
+        return None
+    if output_format != "openai":
+        raise InvalidQuery("namespaces", f"namespaces are OpenAI's; {output_format} has none: leave them out")
+    return catalog
+
+
+def deferred_tools(
+    tools: Sequence[Tool], output_format: DeferredFormat, *, namespaces: Catalog | None = None
+) -> dict[str, Any]:
     """What the agent sends on every turn: the search tool, then every tool (sorted by name) with
-    ``defer_loading: true``; and a fingerprint of exactly those bytes."""
+    ``defer_loading: true``; and a fingerprint of exactly those bytes. ``namespaces`` (OpenAI
+    only): the catalog whose groups become namespaces."""
     definitions = [search_tool(output_format)]
-    definitions += [deferred_tool(tool, output_format) for tool in sorted(tools, key=lambda tool: tool.name)]
+    if namespaces is not None:
+        definitions += namespaced(tools, namespaces, defer=True)
+    else:
+        definitions += [deferred_tool(tool, output_format) for tool in sorted(tools, key=lambda tool: tool.name)]
     canonical = orjson.dumps(definitions, option=orjson.OPT_SORT_KEYS)
     return {
         "format": output_format,
         "tools": definitions,
-        "count": len(definitions) - 1,
+        "count": len(tools),
         "fingerprint": "sha256:" + hashlib.sha256(canonical).hexdigest(),
     }

@@ -7,10 +7,12 @@ Delivery modes:
 - ``allowed_tools`` (OpenAI only): ``tools`` holds a stable superset (the session's list, or every
   tool the rules allow when there is no session) and ``tool_choice`` masks it down to this turn's
   tools, so the tools array, and with it the cached prefix, stays the same from turn to turn.
-- ``tool_reference`` and ``tool_search_output`` (deferred loading, ``toolsift.router.deferred``):
-  the answer to the model's search call, which the agent appends to the conversation while its
-  tools array (every tool, deferred) never changes: Anthropic ``tool_reference`` blocks for a
-  ``tool_result``, or an OpenAI Responses ``tool_search_output`` item. With a session, a tool
+- ``tool_reference``, ``tool_search_output`` and ``function_result`` (deferred loading,
+  ``toolsift.router.deferred``): the answer to the model's search call, which the agent appends
+  to the conversation while its tools array (every tool, deferred) never changes: Anthropic
+  ``tool_reference`` blocks for a ``tool_result``, an OpenAI Responses ``tool_search_output``
+  item (the tools in their namespaces with ``namespaces``), or a Gemini Interactions
+  ``function_result`` step holding the function definitions. With a session, a tool
   referenced on an earlier turn is not referenced again (the model holds it) unless asked.
 
 ``deliver`` returns a ``Delivered``: what to send and why. The HTTP service, the MCP server and
@@ -24,17 +26,20 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from toolsift.catalog import Tool, fingerprint_sequence
+from toolsift.catalog import Catalog, Tool, fingerprint_sequence
 from toolsift.catalog.names import wire_name
 from toolsift.errors import InvalidQuery
 from toolsift.router.caller import DELIVERY_MODES, Caller, Delivery, RouteQuery
-from toolsift.router.formats import OutputFormat, format_tool, to_responses
+from toolsift.router.deferred import SEARCH_TOOL_NAME, namespaced
+from toolsift.router.formats import OutputFormat, format_tool, to_gemini, to_responses
 from toolsift.router.router import Router, RouteResult
 from toolsift.router.rules import TagRules
 from toolsift.router.scope import Scope
 from toolsift.router.sessions import Sessions, SessionTurn
 
-DEFERRED_DELIVERIES = ("tool_reference", "tool_search_output")
+DEFERRED_DELIVERIES = ("tool_reference", "tool_search_output", "function_result")
+ANSWERS_A_CALL = ("tool_search_output", "function_result")
+"""The deliveries that answer one search call by its id (``call_id``)."""
 MAX_SUPERSET = 128
 """OpenAI accepts at most 128 tools per request: the most an allowed_tools superset may hold."""
 
@@ -57,25 +62,46 @@ class Delivered:
     references: tuple[Tool, ...] = ()
     """With a deferred delivery: the tools to reference on this turn (pinned first, then matches)."""
     call_id: str | None = None
-    """With ``tool_search_output``: the model's tool search call this answers."""
+    """With ``tool_search_output`` or ``function_result``: the model's tool search call this answers."""
+    namespaces: Catalog | None = None
+    """With ``tool_search_output`` and namespaces asked for: the catalog whose groups they are."""
+
+    def _nothing_found(self) -> list[dict[str, Any]] | None:
+        """When the answer abstained and references nothing, one text block saying so (the model
+        reads that no tool fits, and answers without one)."""
+        if self.references or not self.result.abstained:
+            return None
+        return [{"type": "text", "text": f"No tool found: {self.result.reason}. Answer without a tool."}]
 
     def tool_reference_content(self) -> list[dict[str, Any]]:
-        """Anthropic ``tool_reference`` blocks, for the ``content`` of the search call's ``tool_result``;
-        when the answer abstained and references nothing, one text block saying so (the model reads
-        that no tool fits, and answers without one)."""
-        if not self.references and self.result.abstained:
-            return [{"type": "text", "text": f"No tool found: {self.result.reason}. Answer without a tool."}]
+        """Anthropic ``tool_reference`` blocks, for the ``content`` of the search call's ``tool_result``."""
+        nothing = self._nothing_found()
+        if nothing is not None:
+            return nothing
         return [{"type": "tool_reference", "tool_name": wire_name(tool.name)} for tool in self.references]
 
     def tool_search_output(self) -> dict[str, Any]:
         """The OpenAI Responses ``tool_search_output`` item answering the model's search call."""
-        return {
-            "type": "tool_search_output",
-            "execution": "client",
-            "call_id": self.call_id,
-            "status": "completed",
-            "tools": [to_responses(tool) for tool in self.references],
-        }
+        if self.namespaces is not None:
+            tools = namespaced(self.references, self.namespaces, defer=False)
+        else:
+            tools = [to_responses(tool) for tool in self.references]
+        return {"type": "tool_search_output", "execution": "client", "call_id": self.call_id, "status": "completed",
+                "tools": tools}  # fmt: skip
+
+    def function_result(self) -> dict[str, Any]:
+        """The Gemini Interactions ``function_result`` step answering the model's call of the
+        search tool: the found functions, loaded from then on."""
+        result = self._nothing_found() or [to_gemini(tool) for tool in self.references]
+        return {"type": "function_result", "name": SEARCH_TOOL_NAME, "call_id": self.call_id, "result": result}
+
+    def output_item(self) -> dict[str, Any] | None:
+        """What answers the model's search call by its id, in this delivery (None in the others)."""
+        if self.delivery == "tool_search_output":
+            return self.tool_search_output()
+        if self.delivery == "function_result":
+            return self.function_result()
+        return None
 
     @property
     def fingerprint(self) -> str:
@@ -172,7 +198,10 @@ def deliver(
         held = turn is not None and not query.repeat_references
         new = set(turn.appended) if held and turn is not None else None  # the model holds the rest
         references = tuple(tool for tool in selected if new is None or tool.name in new)
-    return Delivered(result, tools, query.output_format, query.delivery, turn, choice, references, query.call_id)
+    namespaces = router.catalog if query.namespaces else None
+    return Delivered(
+        result, tools, query.output_format, query.delivery, turn, choice, references, query.call_id, namespaces
+    )
 
 
 def _check(query: RouteQuery) -> None:
@@ -184,5 +213,9 @@ def _check(query: RouteQuery) -> None:
             "delivery",
             "allowed_tools is an OpenAI feature; send format=openai with it, or use delivery=subset",
         )
-    if query.delivery == "tool_search_output" and not query.call_id:
-        raise InvalidQuery("call_id", "tool_search_output answers one tool search call: send that call's call_id")
+    if query.delivery in ANSWERS_A_CALL and not query.call_id:
+        raise InvalidQuery("call_id", f"{query.delivery} answers one tool search call: send that call's id as call_id")
+    if query.namespaces and query.delivery != "tool_search_output":
+        raise InvalidQuery(
+            "namespaces", "namespaces are OpenAI's: send them with delivery=tool_search_output, or leave them out"
+        )

@@ -53,6 +53,16 @@ def to_mcp(tool: Tool) -> dict[str, Any]:
     return definition
 
 
+def to_gemini(tool: Tool) -> dict[str, Any]:
+    """A function of Gemini's Interactions API (``google.genai.interactions.Function``)."""
+    return {
+        "type": "function",
+        "name": wire_name(tool.name),
+        "description": tool.description,
+        "parameters": _schema(tool),
+    }
+
+
 def to_toolsift(tool: Tool) -> dict[str, Any]:
     return tool.model_dump(mode="json", exclude_defaults=True)
 
@@ -63,6 +73,7 @@ _FORMATTERS = {
     "responses": to_responses,
     "anthropic": to_anthropic,
     "mcp": to_mcp,
+    "gemini": to_gemini,
 }
 
 

@@ -558,12 +558,12 @@ class Router:
         """The tools that pass ``rules`` and, when ``names`` is given, are among them.
         Tags and names the catalog lacks simply match nothing (a tenant's view, not a request)."""
         known = TagRules(
-            tuple(t for t in rules.any_of if t in self.catalog.tags),
+            tuple(t for t in rules.any_of if t in self.catalog.rule_tags),
             rules.all_of,
-            tuple(t for t in rules.exclude if t in self.catalog.tags),
+            tuple(t for t in rules.exclude if t in self.catalog.rule_tags),
             rules.access,
         )
-        if rules.any_of and not known.any_of or any(t not in self.catalog.tags for t in rules.all_of):
+        if rules.any_of and not known.any_of or any(t not in self.catalog.rule_tags for t in rules.all_of):
             return Scope.of(self.catalog, np.empty(0, dtype=np.int64))
         allowed = self.tag_index.allowed(known)
         ids = np.arange(len(self.catalog), dtype=np.int64) if allowed is None else allowed

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from toolsift.catalog import Catalog, Tool
+from toolsift.catalog import GROUP_TAG_PREFIX, Catalog, Tool
 from toolsift.errors import InvalidQuery, UnknownTag
 from toolsift.types import IdArray
 from toolsift.wire import ACCESS_POLICIES as ACCESS_POLICIES
@@ -90,7 +90,7 @@ class TagRules:
 
     def violation(self, tool: Tool) -> str | None:
         """The first rule ``tool`` breaks, in words (None when the rules allow it)."""
-        carried = set(tool.tags)
+        carried = set(tool.rule_tags)
         if self.any_of and not carried & set(self.any_of):
             return f"tags.any asks for one of {', '.join(self.any_of)} and it carries none"
         missing = [tag for tag in self.all_of if tag not in carried]
@@ -115,7 +115,8 @@ class TagRules:
 
 @dataclass
 class TagIndex:
-    """For each tag, the sorted ids of the tools carrying it."""
+    """For each tag, the sorted ids of the tools carrying it; a group is the tag ``group:<name>``
+    (``Tool.rule_tags``)."""
 
     catalog: Catalog
     _ids: dict[str, IdArray] = field(default_factory=dict)
@@ -124,7 +125,7 @@ class TagIndex:
     def __post_init__(self) -> None:
         grouped: dict[str, list[int]] = {}
         for position, tool in enumerate(self.catalog):
-            for tag in tool.tags:
+            for tag in tool.rule_tags:
                 grouped.setdefault(tag, []).append(position)
         self._ids = {tag: np.asarray(ids, dtype=np.int64) for tag, ids in grouped.items()}
         self._access = {
@@ -142,11 +143,14 @@ class TagIndex:
         except KeyError:
             raise UnknownTag(tag, self._ids) from None
 
-    def visible_tags(self, scope: IdArray | None) -> dict[str, int]:
-        """Each tag carried by a tool in ``scope`` (all tools when None), with its count there."""
-        if scope is None:
-            return {tag: int(ids.shape[0]) for tag, ids in sorted(self._ids.items())}
-        counts = {tag: int(np.intersect1d(ids, scope, assume_unique=True).shape[0]) for tag, ids in self._ids.items()}
+    def visible_tags(self, scope: IdArray | None, *, groups: bool = False) -> dict[str, int]:
+        """Each tag carried by a tool in ``scope`` (all tools when None), with its count there;
+        with ``groups``, each group (``group:<name>``) too."""
+        counts = {
+            tag: int(ids.shape[0] if scope is None else np.intersect1d(ids, scope, assume_unique=True).shape[0])
+            for tag, ids in self._ids.items()
+            if groups or not tag.startswith(GROUP_TAG_PREFIX)
+        }
         return {tag: count for tag, count in sorted(counts.items()) if count}
 
     def allowed(self, rules: TagRules, scope: IdArray | None = None) -> IdArray | None:
@@ -159,7 +163,7 @@ class TagIndex:
             for tag in rules.tags():
                 carriers = self._ids.get(tag)
                 if carriers is None or not np.isin(carriers, scope, assume_unique=True).any():
-                    raise UnknownTag(tag, self.visible_tags(scope))  # named from the scope only
+                    raise UnknownTag(tag, self.visible_tags(scope, groups=True))  # named from the scope only
         if rules.empty:
             return scope
         for tag in rules.tags():

@@ -70,6 +70,19 @@ class Scope:
         return [tool.name for tool in self.tools]
 
     @cached_property
+    def groups(self) -> dict[str, dict[str, int | str]]:
+        """Each group with a visible tool: how many it has here and what it is for (a group
+        without a description is described by its visible tools only)."""
+        members: dict[str, list[str]] = {}
+        for tool in self.tools:
+            if tool.group is not None:
+                members.setdefault(tool.group, []).append(tool.name)
+        return {
+            name: {"tools": len(found), "description": self.catalog.describe_group(name, sorted(found))}
+            for name, found in sorted(members.items())
+        }
+
+    @cached_property
     def fingerprint(self) -> str:
         """The fingerprint of the catalog as this caller sees it (the catalog's own without tenants)."""
         return self.catalog.fingerprint if self.ids is None else fingerprint_tools(self.tools)

@@ -35,12 +35,14 @@ def warn_about_rules(state: ServiceState, router: Router) -> None:
     left) is logged: such a rule matches nothing, and with ``--tags`` every caller sees no tool."""
     rules = state.settings.rules()
     for tag in rules.tags():
-        if tag not in router.catalog.tags:
+        if tag not in router.catalog.rule_tags:
             effect = "it leaves nothing out" if tag in rules.exclude else "no tool passes it"
-            if tag in rules.any_of and any(other in router.catalog.tags for other in rules.any_of):
+            if tag in rules.any_of and any(other in router.catalog.rule_tags for other in rules.any_of):
                 effect = "the other --tags still let tools through"
             logger.warning(
-                "the operator's rules (--tags / --exclude-tags): %s; %s", UnknownTag(tag, router.catalog.tags), effect
+                "the operator's rules (--tags / --exclude-tags): %s; %s",
+                UnknownTag(tag, router.catalog.rule_tags),
+                effect,
             )
     if state.tenants is not None:
         for problem in state.tenants.problems(router.catalog):

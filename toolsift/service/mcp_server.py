@@ -48,7 +48,10 @@ SEARCH_DESCRIPTION = (
     "(tools, in a stable order) and the ranking (matches, best first, with scores and confidence). "
     "When no tool is likely to serve the request, it returns none and abstained: true: answer without a tool."
 )
-TAGS_DESCRIPTION = "The tags of toolsift's catalog, each with how many tools carry it: what search_tools filters on."
+TAGS_DESCRIPTION = (
+    "The tags of toolsift's catalog, each with how many tools carry it, and its groups (what each is for): what "
+    "search_tools filters on (a group as the tag group:<name>)."
+)
 GATEWAY_INSTRUCTIONS = " Then call the tool you chose with call_tool(name, arguments), or by its name if it is listed."
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -66,7 +69,12 @@ Query = Annotated[
     str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The user's request, in their words")
 ]
 K = Annotated[int, Field(ge=1, le=MAX_K, description="How many tools at most")]
-AnyTags = Annotated[list[str] | None, Field(description="Only tools with at least one of these tags (see list_tags)")]
+AnyTags = Annotated[
+    list[str] | None,
+    Field(
+        description="Only tools with at least one of these tags, or in a group named as group:<name> (see list_tags)"
+    ),
+]
 ExcludeTags = Annotated[list[str] | None, Field(description="No tool with any of these tags")]
 AccessRule = Annotated[Access, Field(description="read_only: only tools that change nothing")]
 Pinned = Annotated[
@@ -118,7 +126,8 @@ class ToolsiftTools:
 
     def tags(self, ctx: Context) -> dict[str, Any]:
         router = self.state.routers.get()
-        return {"tags": router.tag_index.visible_tags(self.caller(ctx, router).scope.ids)}
+        scope = self.caller(ctx, router).scope
+        return {"tags": router.tag_index.visible_tags(scope.ids), "groups": scope.groups}
 
 
 def gateway_over_mcp(settings: Settings, tenants: Tenants | None = None) -> tuple[MCPServer, ServiceState]:

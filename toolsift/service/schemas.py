@@ -90,6 +90,7 @@ def route_query(request: RouteRequest) -> RouteQuery:
         session_policy=request.session_policy,
         call_id=request.call_id,
         repeat_references=request.repeat_references,
+        namespaces=request.namespaces,
         turn_key=request.turn_key,
     )
 
@@ -142,7 +143,7 @@ def route_response(delivered: Delivered) -> RouteResponse:
         tool_choice=delivered.tool_choice,
         names=delivered.renamed or None,
         content=delivered.tool_reference_content() if delivered.delivery == "tool_reference" else None,
-        output_item=delivered.tool_search_output() if delivered.delivery == "tool_search_output" else None,
+        output_item=delivered.output_item(),
     )
 
 

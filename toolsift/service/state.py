@@ -121,7 +121,7 @@ class ServiceState:
     """The lint report of the serving catalog, by catalog fingerprint (one kept)."""
     lint_asked: bool = False
     """Whether a curation view has asked for a lint report (from then on each is made ahead)."""
-    deferred_payloads: LRUCache[tuple[str, str, str, TagRules], tuple[str, bytes]] = field(
+    deferred_payloads: LRUCache[tuple[str, str, str, TagRules, bool], tuple[str, bytes]] = field(
         default_factory=lambda: LRUCache(16)
     )
     """GET /deferred's ETag and body by (catalog fingerprint, tenant, format, rules)."""

@@ -61,7 +61,7 @@ def without_requests(catalog: Catalog, held: Sequence[Pair]) -> Catalog:
         else tool
         for tool in catalog
     ]
-    return Catalog(tools, source=catalog.source)
+    return catalog.with_tools(tools)
 
 
 def taught(router: Router, train: Sequence[Pair]) -> Router:

@@ -27,7 +27,7 @@ async def upsert_tools(change: ToolsIn, state: State) -> dict[str, Any]:
     def apply(catalog: Catalog) -> Catalog:
         replaced = {tool.name: tool for tool in incoming}
         merged = [replaced.pop(tool.name, tool) for tool in catalog]
-        return Catalog([*merged, *replaced.values()], source=catalog.source)
+        return catalog.with_tools([*merged, *replaced.values()])
 
     return await change_catalog(state, apply)
 
@@ -41,7 +41,7 @@ async def delete_tool(name: str, state: State) -> dict[str, Any]:
         name_in_catalog = catalog.resolve(name)
         if name_in_catalog not in catalog:
             raise ToolNotFound(name, catalog.names, field="name")
-        return Catalog([tool for tool in catalog if tool.name != name_in_catalog], source=catalog.source)
+        return catalog.with_tools(tool for tool in catalog if tool.name != name_in_catalog)
 
     return await change_catalog(state, apply)
 

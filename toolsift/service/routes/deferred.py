@@ -8,7 +8,7 @@ from fastapi import APIRouter, Header, Query
 from fastapi.responses import Response
 
 from toolsift.router import Access, TagRules
-from toolsift.router.deferred import DeferredFormat, deferred_tools
+from toolsift.router.deferred import DeferredFormat, deferred_namespaces, deferred_tools
 from toolsift.service.dependencies import State, Tenant
 from toolsift.service.responses import JSONBytes
 from toolsift.service.schemas import DeferredTools
@@ -25,12 +25,18 @@ router = APIRouter()
 def deferred(
     state: State,
     tenant: Tenant,
-    format: Annotated[DeferredFormat, Query(description="anthropic (Messages API) or openai (Responses API)")],
+    format: Annotated[
+        DeferredFormat,
+        Query(description="anthropic (Messages API), openai (Responses API) or gemini (Interactions API)"),
+    ],
     tag: Annotated[list[str] | None, Query(description="Only tools with any of these tags (repeatable)")] = None,
     exclude_tag: Annotated[list[str] | None, Query(description="No tool with any of these tags (repeatable)")] = None,
     access: Annotated[
         Access, Query(description="read_only / non_destructive: only tools whose annotations allow it")
     ] = "any",
+    namespaces: Annotated[
+        bool, Query(description="With openai: each group of tools as one namespace (answer with namespaces: true)")
+    ] = False,
     if_none_match: Annotated[str | None, Header()] = None,
 ) -> Response:
     """Byte-stable (sorted by name, keys sorted) with an ETag that changes only when the tools the
@@ -40,14 +46,15 @@ def deferred(
     megabytes)."""
     current = state.routers.get()
     rules = TagRules.parse(any_of=tag or [], exclude=exclude_tag or [], access=access)
-    key = (current.catalog.fingerprint, tenant.name if tenant else "", format, rules)
+    grouped = deferred_namespaces(current.catalog, format, namespaces)  # namespaces for gemini: 400
+    key = (current.catalog.fingerprint, tenant.name if tenant else "", format, rules, namespaces)
     with state.cache_lock:
         found = state.deferred_payloads.get(key)
     if found is None:
         scope = state.caller(tenant, current).scope
         allowed = current.tag_index.allowed(rules, scope.ids)  # an unknown tag: 400, naming the caller's tags
         tools = scope.tools if allowed is None else tuple(current.catalog[int(p)] for p in allowed.tolist())
-        payload = deferred_tools(tools, format)
+        payload = deferred_tools(tools, format, namespaces=grouped)
         found = (f'"{payload["fingerprint"]}"', bytes(JSONBytes(payload).body))
         with state.cache_lock:
             state.deferred_payloads[key] = found

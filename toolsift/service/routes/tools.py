@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from toolsift.catalog import Tool
+from toolsift.catalog import GROUP_TAG_PREFIX, Tool
 from toolsift.catalog.names import wire_name
 from toolsift.curation.lint import default_token_counter
 from toolsift.curation.views import tool_page
@@ -68,6 +68,7 @@ def tools(
     state: State,
     tenant: Tenant,
     tag: Annotated[list[str] | None, Query(description="Only tools with any of these tags")] = None,
+    group: Annotated[list[str] | None, Query(description="Only tools in any of these groups")] = None,
     q: Annotated[
         str | None, Query(max_length=200, description="Only tools whose name or description contains these words")
     ] = None,
@@ -78,7 +79,8 @@ def tools(
     current = state.routers.get()
     catalog = current.catalog
     scope = state.caller(tenant, current).scope
-    allowed = current.tag_index.allowed(TagRules.parse(any_of=tag or []), scope.ids)
+    wanted = [*(tag or []), *(GROUP_TAG_PREFIX + name for name in group or [])]
+    allowed = current.tag_index.allowed(TagRules.parse(any_of=wanted), scope.ids)
     positions = range(len(catalog)) if allowed is None else allowed.tolist()
     words = (q or "").lower().split()
     selected = sorted(
@@ -94,5 +96,6 @@ def tools(
         "limit": limit,
         "tools": [format_tool(tool, format) for tool in page],
         "tags": current.tag_index.visible_tags(scope.ids),
+        "groups": scope.groups,
         "catalog_fingerprint": scope.fingerprint,
     }
