@@ -22,6 +22,9 @@ import pytest
 from anthropic.types import Message, TextBlock, ToolParam, ToolReferenceBlockParam, ToolUseBlock, Usage
 from anthropic.types.tool_result_block_param import Content as ToolResultContent
 from fastapi.testclient import TestClient
+from google import genai
+from google.genai import interactions
+from google.genai import types as genai_types
 from openai.types.responses import (
     FunctionToolParam,
     Response,
@@ -38,7 +41,7 @@ from typing_extensions import is_typeddict
 
 from toolsift import Router
 from toolsift.catalog import parse_catalog
-from toolsift.client import SEARCH_TOOL_NAME, AsyncClient, Client
+from toolsift.client import SEARCH_TOOL_NAME, AsyncClient, Client, is_search_call
 from toolsift.errors import InvalidQuery, UnknownTag
 from toolsift.service import create_app
 from toolsift.settings import Settings
@@ -74,6 +77,27 @@ def conforms(kind: Any, payload: Any) -> bool:
         return False
 
 
+def gemini_conforms(kind: Any, payload: Any) -> bool:
+    """``payload`` is a valid ``kind`` of google-genai's Interactions types (pydantic models): no
+    part of it read as an unknown variant, and it dumps back unchanged. (The SDK's ``...Param``
+    TypedDicts mark every key required on Python 3.11, so they cannot judge a payload.)"""
+    try:
+        parsed = TypeAdapter(kind).validate_python(payload)
+    except ValidationError:
+        return False
+    dumped = TypeAdapter(kind).dump_python(parsed, mode="json", by_alias=True, exclude_none=True)
+    return dumped == payload and not _has_unknown(parsed)
+
+
+def _has_unknown(value: Any) -> bool:
+    if type(value).__name__.startswith("Unknown"):
+        return True
+    if isinstance(value, list):
+        return any(_has_unknown(item) for item in value)
+    fields: dict[str, Any] = getattr(type(value), "model_fields", None) or {}
+    return any(_has_unknown(getattr(value, name)) for name in fields)
+
+
 @pytest.fixture
 def client(tiny_router: Router) -> Iterator[TestClient]:
     settings = Settings(admin_token=ADMIN["Authorization"][7:])
@@ -95,6 +119,45 @@ def test_the_deferred_tools_are_sdk_tool_params(client: TestClient, tiny_router:
     assert conforms(ToolSearchToolParam, gpt["tools"][0]) and gpt["tools"][0]["execution"] == "client"
     assert all(conforms(FunctionToolParam, tool) and tool["defer_loading"] for tool in gpt["tools"][1:])
     assert conforms(list[ResponsesToolParam], gpt["tools"])
+
+
+def test_the_gemini_deferred_tools_are_sdk_tools(client: TestClient, tiny_router: Router) -> None:
+    body = client.get("/deferred", params={"format": "gemini"}).json()
+    search, *deferred = body["tools"]
+    assert body["count"] == len(tiny_router.catalog) == len(deferred)
+    assert gemini_conforms(interactions.ToolSearch, search)
+    assert search["execution"] == "client" and search["name"] == SEARCH_TOOL_NAME  # the function_result's name
+    assert all(gemini_conforms(interactions.Function, tool) and tool["defer_loading"] is True for tool in deferred)
+    assert gemini_conforms(list[interactions.Tool], body["tools"])
+    assert [tool["name"] for tool in deferred] == sorted(tool.name for tool in tiny_router.catalog)
+    again = client.get("/deferred", params={"format": "gemini"})
+    assert again.json() == body and again.headers["etag"] == f'"{body["fingerprint"]}"'
+    subset = client.post("/route", json={"query": "weather in Paris", "k": 2, "format": "gemini"}).json()
+    assert subset["tools"] and all(gemini_conforms(interactions.Function, tool) for tool in subset["tools"])
+    refused = client.get("/deferred", params={"format": "gemini", "namespaces": "true"})
+    assert refused.status_code == 400 and "OpenAI" in refused.json()["error"]["message"]
+
+
+def test_a_function_result_is_an_sdk_step_and_a_session_sends_each_function_once(client: TestClient) -> None:
+    request = {"query": "weather forecast", "k": 2, "delivery": "function_result", "format": "gemini"}
+    missing = client.post("/route", json=request)
+    assert missing.status_code == 400 and "call_id" in missing.json()["error"]["message"]
+    body = client.post("/route", json={**request, "call_id": "call_7", "session_id": "g1"}).json()
+    step = body["output_item"]
+    assert gemini_conforms(interactions.Step, step)
+    assert step["type"] == "function_result" and step["name"] == SEARCH_TOOL_NAME and step["call_id"] == "call_7"
+    assert isinstance(TypeAdapter(interactions.Step).validate_python(step), interactions.FunctionResultStep)
+    assert [f["name"] for f in step["result"]] == [m["name"] for m in body["matches"]]
+    parsed = interactions.FunctionResultStep.model_validate(step).result
+    assert isinstance(parsed, list) and all(isinstance(f, interactions.Function) for f in parsed)
+    again = client.post("/route", json={**request, "call_id": "call_8", "session_id": "g1"}).json()
+    assert again["output_item"]["result"] == []  # the model holds them already
+    nothing = client.post("/route", json={**request, "query": "zzz qqq", "call_id": "c9", "min_confidence": 1.0}).json()
+    assert nothing["abstained"] and gemini_conforms(interactions.Step, nothing["output_item"])
+    assert (
+        nothing["output_item"]["result"][0]["type"] == "text"
+        and "No tool found" in nothing["output_item"]["result"][0]["text"]
+    )
 
 
 def test_deferred_is_byte_stable_with_an_etag_that_follows_the_visible_catalog(client: TestClient) -> None:
@@ -133,6 +196,13 @@ def test_each_tenant_gets_its_own_deferred_list(tiny_router: Router) -> None:
         assert [t["name"] for t in mail.json()["tools"][1:]] == ["search_emails", "send_email"]
         assert weather.headers["etag"] != mail.headers["etag"]
         assert client.get("/deferred", params={"format": "anthropic"}).status_code == 401
+        gemini = client.get("/deferred", params={"format": "gemini"}, headers={"X-API-Key": "wx-key-0123456789abcdef"})
+        assert [t["name"] for t in gemini.json()["tools"][1:]] == ["get_forecast", "get_weather"]
+        found = client.post(
+            "/route", headers={"X-API-Key": "mail-key-0123456789ab"},
+            json={"query": "weather", "k": 8, "delivery": "function_result", "format": "gemini", "call_id": "c1"},
+        ).json()  # fmt: skip
+        assert {f["name"] for f in found["output_item"]["result"]} <= {"search_emails", "send_email"}
 
 
 def test_tool_reference_answers_are_sdk_tool_results_and_a_session_references_once(client: TestClient) -> None:
@@ -178,6 +248,16 @@ def test_deferred_answers_obey_the_requests_rules(client: TestClient) -> None:
     ).json()
     assert "delete_file" not in {t["name"] for t in safe["output_item"]["tools"]} | {t["name"] for t in safe["tools"]}
     assert safe["session"]["withheld"] == ["delete_file"]
+    gemini = client.post(
+        "/route", json={**base, "session_id": "rules-g", "delivery": "function_result", "format": "gemini",
+                        "call_id": "c2", "access": "non_destructive"},
+    ).json()  # fmt: skip
+    assert gemini["output_item"]["result"] == []  # no tiny tool is annotated non-destructive
+    after = client.post(
+        "/route", json={**base, "session_id": "rules-g", "delivery": "function_result", "format": "gemini",
+                        "call_id": "c3", "tags": {"exclude": ["admin"]}},
+    ).json()  # fmt: skip
+    assert "delete_file" not in {f["name"] for f in after["output_item"]["result"]} and after["output_item"]["result"]
     pinned = client.post(
         "/route", json={"query": "x", "delivery": "tool_reference", "pinned": ["delete_file"], "access": "read_only"}
     )
@@ -396,6 +476,64 @@ def test_the_openai_agent_loop_runs_end_to_end(served: str) -> None:
     assert called and called[0] in WEATHER_TOOLS and response.output_text == "Rain on Saturday."
 
 
+def gemini_stand_in(seen_tools: list[Any], pick: Pick = weather_pick) -> httpx2.MockTransport:
+    """Gemini's Interactions API: a call of the client-side search tool first, then a call of the
+    first function found, then text; each answer an SDK ``Interaction``."""
+
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        seen_tools.append(body["tools"])
+        steps = TypeAdapter(list[interactions.Step]).validate_python(body["input"])  # as the API would read them
+        results = [step for step in steps if isinstance(step, interactions.FunctionResultStep)]
+        answer: interactions.Step
+        if not results:
+            text = steps[0].content[0].text  # type: ignore[union-attr, index]
+            answer = interactions.FunctionCallStep(id="call_1", name=SEARCH_TOOL_NAME, arguments={"query": text})
+        elif results[-1].name == SEARCH_TOOL_NAME:
+            found = [item.name for item in results[-1].result if isinstance(item, interactions.Function)]
+            name, arguments = pick([str(name) for name in found])
+            answer = interactions.FunctionCallStep(id="call_2", name=name, arguments=arguments)
+        else:
+            answer = interactions.ModelOutputStep(content=[interactions.TextContent(text="Rain on Saturday.")])
+        done = isinstance(answer, interactions.ModelOutputStep)
+        interaction = interactions.Interaction(
+            id="i_1", status="completed" if done else "requires_action", steps=[answer]
+        )
+        return httpx2.Response(200, json=interaction.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+    return httpx2.MockTransport(reply)
+
+
+def gemini_client(transport: httpx2.MockTransport) -> genai.Client:
+    options = genai_types.HttpOptions(base_url="http://stand-in", httpx_client=httpx2.Client(transport=transport))
+    return genai.Client(api_key="test", http_options=options)
+
+
+@pytest.mark.slow
+def test_the_gemini_agent_loop_runs_end_to_end(served: str) -> None:
+    seen_tools: list[Any] = []
+    gemini = gemini_client(gemini_stand_in(seen_tools))
+    toolsift = Client(served)
+    tools = toolsift.deferred("gemini").tools  # the same on every turn
+    steps: list[Any] = [{"type": "user_input", "content": [{"type": "text", "text": "Will it rain in Lisbon?"}]}]
+    called: list[str] = []
+    while True:
+        interaction: Any = gemini.interactions.create(model="gemini-3-flash", tools=tools, input=steps)
+        steps += [step.model_dump(mode="json", by_alias=True, exclude_none=True) for step in interaction.steps or []]
+        calls = [step for step in interaction.steps or [] if step.type == "function_call"]
+        if not calls:
+            break
+        steps += [
+            toolsift.gemini_function_result(c) if is_search_call(c)
+            else {"type": "function_result", "name": c.name, "call_id": c.id, "result": note(c.name, called)}
+            for c in calls
+        ]  # fmt: skip
+    toolsift.close()
+    assert len(seen_tools) == 3 and all(tools == seen_tools[0] for tools in seen_tools)
+    assert called and called[0] in WEATHER_TOOLS and interaction.output_text in (None, "Rain on Saturday.")
+    assert steps[-1]["content"][0]["text"] == "Rain on Saturday."
+
+
 def note(name: str, called: list[str]) -> str:
     called.append(name)
     return "rain on Saturday"
@@ -485,6 +623,37 @@ def test_the_openai_loop_runs_the_chosen_tool_through_the_gateway(gatewayed: str
 
 
 @pytest.mark.slow
+@pytest.mark.model
+def test_the_gemini_loop_runs_the_chosen_tool_through_the_gateway(gatewayed: str) -> None:
+    seen_tools: list[Any] = []
+    gemini = gemini_client(gemini_stand_in(seen_tools, pick=echo_pick))
+    toolsift = Client(gatewayed)
+    # -- the loop as the README shows it --
+    tools = toolsift.deferred("gemini").tools  # the same on every turn
+    steps: list[Any] = [
+        {"type": "user_input", "content": [{"type": "text", "text": "Echo 'rain in Lisbon' back to me"}]}
+    ]
+    while True:
+        interaction: Any = gemini.interactions.create(model="gemini-3-flash", tools=tools, input=steps)
+        steps += [step.model_dump(mode="json", by_alias=True, exclude_none=True) for step in interaction.steps]
+        calls = [step for step in interaction.steps if step.type == "function_call"]
+        if not calls:
+            break
+        steps += [
+            toolsift.gemini_function_result(c) if is_search_call(c) else toolsift.gemini_call_result(c) for c in calls
+        ]
+    # --
+    ran = steps[-2]  # the answer to the model's call of the tool it found
+    assert gemini_conforms(interactions.Step, ran) and ran["name"] == "echo" and "is_error" not in ran
+    assert ran["result"] == [{"type": "text", "text": "Echo: rain in Lisbon"}]  # server-everything's own answer
+    assert len(seen_tools) == 3 and all(tools == seen_tools[0] for tools in seen_tools)
+    garbled = interactions.FunctionCallStep(id="g_9", name="no_such_tool", arguments={})
+    refused = toolsift.gemini_call_result(garbled)
+    assert refused["is_error"] is True and refused["call_id"] == "g_9" and gemini_conforms(interactions.Step, refused)
+    toolsift.close()
+
+
+@pytest.mark.slow
 def test_langgraph_bigtool_retrieves_with_toolsift(served: str) -> None:
     """langgraph-bigtool's own agent graph, its retrieval hook answered by toolsift; the model is
     a scripted fake (no LLM): it asks to retrieve tools, then stops."""
@@ -556,6 +725,12 @@ def test_the_deferred_glue_holds_the_operators_rules_whatever_the_model_asks(tin
             pinned = client.anthropic_tool_result(tool_use, tags={"exclude": ["admin"]}, pinned=["search_emails"])
             call = {"type": "tool_search_call", "call_id": "call_1", "arguments": {"query": "delete a file", "k": 8}}
             item = client.openai_tool_search_output(call, access="non_destructive")
+            gemini_call = interactions.FunctionCallStep(
+                id="g_1", name=SEARCH_TOOL_NAME, arguments={"query": "delete a file", "tags": ["files"], "k": 8}
+            )
+            step = client.gemini_function_result(gemini_call, tags={"exclude": ["admin"]})
+    assert sent[3]["tags"] == {"exclude": ["admin"], "any": ["files"]} and sent[3]["call_id"] == "g_1"
+    assert step["call_id"] == "g_1" and "delete_file" not in [f["name"] for f in step["result"]]
     assert sent[0]["tags"] == {"exclude": ["admin"], "any": ["files"]}  # the model narrows within the operator's
     assert "delete_file" not in [block["tool_name"] for block in narrowed["content"]]
     assert sent[1]["tags"] == {"exclude": ["admin"]} and sent[1]["pinned"] == ["search_emails"]
@@ -601,7 +776,7 @@ def test_a_tool_result_of_every_block_kind_is_valid_for_each_provider() -> None:
     from anthropic.types import ToolResultBlockParam
     from openai.types.responses.response_input_item_param import FunctionCallOutput
 
-    from toolsift.client import _call_output, _call_result
+    from toolsift.client import _call_output, _call_result, _gemini_result
     from toolsift.wire import CallResult
 
     pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -622,6 +797,10 @@ def test_a_tool_result_of_every_block_kind_is_valid_for_each_provider() -> None:
     gpt = _call_output({"call_id": "fc_1"}, result)
     assert conforms(FunctionCallOutput, gpt)
     assert [item["type"] for item in gpt["output"]] == ["input_text", "input_image", "input_text"]
+    gemini = _gemini_result({"id": "call_1", "name": "chart"}, result)
+    assert gemini_conforms(interactions.Step, gemini) and gemini["is_error"] is True
+    assert [item["type"] for item in gemini["result"]] == ["text", "image", "text"]
     structured = CallResult.model_validate({"content": [], "structuredContent": {"sum": 5}})
+    assert _gemini_result({"id": "c2", "name": "add"}, structured)["result"] == [{"type": "text", "text": '{"sum":5}'}]
     assert _call_output({"call_id": "fc_2"}, structured)["output"] == '{"sum":5}'
     assert _call_result({"id": "toolu_2"}, structured)["content"] == [{"type": "text", "text": '{"sum":5}'}]

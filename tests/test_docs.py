@@ -133,7 +133,7 @@ def test_the_readme_loops_are_the_ones_the_tests_run() -> None:
     source = (Path(__file__).parent / "test_deferred.py").read_text(encoding="utf-8")
     readme = {line.strip() for line in README.splitlines()}
     loops = re.findall(r"# -- the loop as the README shows it --\n(.*?)\n\s*# --\n", source, re.S)
-    assert len(loops) == 2
+    assert len(loops) == 3
     for loop in loops:
         for line in loop.splitlines():
             line = re.sub(r"\s*# type: ignore\[[a-z-]+\]", "", line).strip()

@@ -31,6 +31,7 @@ MODES = [
     ("subset", "openai"),
     ("subset", "anthropic"),
     ("subset", "mcp"),
+    ("subset", "gemini"),
     ("allowed_tools", "openai"),
 ]
 
