@@ -493,3 +493,31 @@ def test_mcp_over_http_needs_a_key_and_scopes_by_tenant(tmp_path: Path, tiny_rou
     finally:
         process.terminate()
         process.wait(timeout=60)
+
+
+def test_tools_list_carries_cache_hints_as_stable_as_the_listing_is(tiny_router: Router, tmp_path: Path) -> None:
+    """On 2026-07-28 connections: toolsift's own listing (its tools change only with its version)
+    for an hour, shared only when no key is asked for; a gateway's dynamic listing and relayed
+    resources and prompts never cached."""
+    from toolsift.service.mcp_server import LISTING_TTL_MS, cache_hints
+    from toolsift.service.state import ServiceState
+    from toolsift.tenants import parse_tenants
+
+    async def listed(settings: Settings) -> tuple[int, str, str | None]:
+        async with Client(mcp_server_for(tiny_router, settings)) as client:
+            result = await client.list_tools(cache_mode="refresh")
+            again = await client.list_tools()  # the client's cache answers within the hint
+            assert again.tools == result.tools
+            return result.ttl_ms, result.cache_scope, client.protocol_version
+
+    assert anyio.run(listed, Settings()) == (LISTING_TTL_MS, "public", "2026-07-28")
+    assert anyio.run(listed, Settings(admin_token="admin-token-0123456789"))[:2] == (LISTING_TTL_MS, "private")
+    tenants = parse_tenants({"tenants": {"a": {"key": "a-key-0123456789abcdef"}}})
+    keyed = cache_hints(ServiceState.create(tiny_router, Settings(), tenants))
+    assert keyed["tools/list"].scope == "private" and keyed["tools/list"].ttl_ms == LISTING_TTL_MS
+    servers = tmp_path / "servers.yaml"
+    servers.write_text("mcpServers: {x: {command: x}}\n")
+    for expose, ttl in (("search", LISTING_TTL_MS), ("dynamic", 0)):
+        hints = cache_hints(ServiceState.create(tiny_router, Settings(mcp_servers=servers, expose=expose), None))
+        assert hints["tools/list"].ttl_ms == ttl and hints["server/discover"].ttl_ms == LISTING_TTL_MS
+        assert all(hints[m].ttl_ms == 0 and hints[m].scope == "private" for m in ("resources/list", "prompts/list"))

@@ -21,9 +21,11 @@ from typing import Annotated, Any
 import anyio
 import orjson
 from mcp.server import MCPServer
+from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
+from mcp_types.methods import CacheableMethod
 from pydantic import Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -130,6 +132,28 @@ class ToolsiftTools:
         return {"tags": router.tag_index.visible_tags(scope.ids), "groups": scope.groups}
 
 
+LISTING_TTL_MS = 3_600_000
+"""How long a client may keep toolsift's own ``tools/list``: its tools (``search_tools``,
+``list_tags``, ``call_tool``) change only with toolsift's version, whatever the catalog does (the
+catalog is searched, never listed). An hour: an upgrade reaches every client within one."""
+
+
+def cache_hints(state: ServiceState) -> dict[CacheableMethod, CacheHint]:
+    """The MCP 2026-07-28 cache hints (``ttlMs``, ``cacheScope``), as stable as each answer
+    really is: toolsift's fixed listing for an hour, shared only when no key is asked for (a
+    shared cache must not hand it to a caller the server would refuse); a gateway's dynamic
+    listing (each session's found tools) and its relayed resources and prompts (each server's,
+    as the caller's scope reaches them, changing whenever a server's do) never."""
+    keyed = state.tenants is not None or bool(state.settings.admin_token)
+    fixed = CacheHint(ttl_ms=LISTING_TTL_MS, scope="private" if keyed else "public")
+    never = CacheHint(ttl_ms=0, scope="private")
+    dynamic = state.settings.mcp_servers is not None and state.settings.expose == "dynamic"
+    hints: dict[CacheableMethod, CacheHint] = {"tools/list": never if dynamic else fixed, "server/discover": fixed}
+    for relayed in ("resources/list", "resources/read", "resources/templates/list", "prompts/list"):
+        hints[relayed] = never
+    return hints
+
+
 def gateway_over_mcp(settings: Settings, tenants: Tenants | None = None) -> tuple[MCPServer, ServiceState]:
     """The MCP server of ``toolsift mcp --mcp-servers``: the servers' tools (and ``--catalog``'s),
     followed live, searched with ``search_tools`` and called through it (``toolsift.service.gateway``)."""
@@ -151,7 +175,9 @@ def create_mcp_server(
     is answered from the calling tenant's tools only."""
     gatewayed = state.settings.mcp_servers is not None
     instructions = INSTRUCTIONS + (GATEWAY_INSTRUCTIONS if gatewayed else "")
-    server: MCPServer = MCPServer("toolsift", instructions=instructions, version=__version__, lifespan=lifespan)
+    server: MCPServer = MCPServer(
+        "toolsift", instructions=instructions, version=__version__, lifespan=lifespan, cache_hints=cache_hints(state)
+    )
     answers = ToolsiftTools(state)
     gateway = Gateway(state, answers.caller) if gatewayed else None
 
