@@ -11,7 +11,7 @@ import toolsift
 PACKAGE = Path(toolsift.__file__).parent
 
 LAYERS: list[set[str]] = [
-    {"_version", "errors", "types", "text", "wire"},
+    {"_version", "errors", "types", "text", "tracing", "wire"},
     {"catalog", "extras"},
     {"embeddings"},
     {"index"},

@@ -29,6 +29,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from toolsift import tracing
 from toolsift.catalog import Catalog, Tool
 from toolsift.catalog.security import confusable_names, scan_tool
 from toolsift.embeddings import Embedder, EmbeddingCache, embedder_for
@@ -287,6 +288,10 @@ class LiveCatalog:
         return found
 
     async def rebuild(self, reason: str) -> dict[str, Any]:
+        with tracing.span("reload", {"source": "mcp servers", "reason": reason}):
+            return await self._rebuild(reason)
+
+    async def _rebuild(self, reason: str) -> dict[str, Any]:
         async with self._lock:
             started = time.perf_counter()
             try:

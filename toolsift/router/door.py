@@ -11,6 +11,7 @@ A call forwarded by the gateway asks the same door which tool it may run (``tool
 
 from __future__ import annotations
 
+from toolsift import tracing
 from toolsift.catalog import Tool
 from toolsift.errors import ToolCallRefused
 from toolsift.router.caller import Caller, RouteQuery
@@ -25,18 +26,36 @@ def answer(
     """Route ``query`` within what ``caller`` may see, then deliver it (sessions, formats,
     deferred references): the answer every entrance gives."""
     caller = caller or Caller.anyone(router.catalog)
-    result = router.route(
-        query.query,
-        query.k,
-        query.rules,
-        min_score=query.min_score,
-        min_confidence=query.min_confidence,
-        pinned=query.pinned,
-        scope=caller.scope,
-        split_intents=query.split_intents,
-        usage_pool=caller.pool,
-    )
-    return deliver(router, result, query, caller, sessions)
+    with tracing.span("route", _request_attributes(query, caller)):
+        result = router.route(
+            query.query,
+            query.k,
+            query.rules,
+            min_score=query.min_score,
+            min_confidence=query.min_confidence,
+            pinned=query.pinned,
+            scope=caller.scope,
+            split_intents=query.split_intents,
+            usage_pool=caller.pool,
+        )
+        if tracing.enabled():
+            best = result.matches[0] if result.matches else None
+            tracing.annotate({
+                "catalog.fingerprint": result.catalog_fingerprint, "eligible": result.eligible,
+                "matches": len(result.matches), "abstained": result.abstained, "reason": result.reason or None,
+                "top.name": best.name if best else None, "top.score": best.score if best else None,
+                "top.confidence": best.confidence if best else None,
+            })  # fmt: skip
+        with tracing.span("deliver", {"delivery": query.delivery, "format": query.output_format}):
+            return deliver(router, result, query, caller, sessions)
+
+
+def _request_attributes(query: RouteQuery, caller: Caller) -> dict[str, tracing.AttributeValue | None] | None:
+    """What a route span says of the request (never its text: a user's words stay out of traces)."""
+    if not tracing.enabled():
+        return None
+    return {"k": query.k, "tenant": caller.pool or None, "format": query.output_format, "delivery": query.delivery,
+            "session": query.session_id is not None, "pinned": len(query.pinned)}  # fmt: skip
 
 
 def tool_to_call(router: Router, name: str, caller: Caller | None = None) -> Tool:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from cachetools import LRUCache
 
+from toolsift import tracing
 from toolsift.catalog import Catalog, Tool, fingerprint_tools
 from toolsift.embeddings import (
     AUTO_MODEL,
@@ -287,9 +288,32 @@ class Router:
             wholes = list(dict.fromkeys(checked))
             known = set(wholes)
             part_texts = list(dict.fromkeys(part for parts in intents for part in parts if part not in known))
-            for batch in (wholes, part_texts):
-                if batch:
-                    vectors.update(zip(batch, self.embed_queries(batch), strict=True))
+            with tracing.span("embed", {"texts": len(wholes) + len(part_texts), "model": self.embedder.name}):
+                for batch in (wholes, part_texts):
+                    if batch:
+                        vectors.update(zip(batch, self.embed_queries(batch), strict=True))
+        with tracing.span("rank", {"eligible": eligible}):
+            return self._ranked(checked, intents, vectors, k, allowed, eligible, pinned_tools, scope,
+                                min_score=min_score, min_confidence=min_confidence, usage_pool=usage_pool,
+                                started=started)  # fmt: skip
+
+    def _ranked(
+        self,
+        checked: list[str],
+        intents: list[list[str]],
+        vectors: dict[str, Vector],
+        k: int,
+        allowed: IdArray | None,
+        eligible: int,
+        pinned_tools: tuple[Tool, ...],
+        scope: Scope | None,
+        *,
+        min_score: float | None,
+        min_confidence: float | None,
+        usage_pool: str | None,
+        started: float,
+    ) -> list[RouteResult]:
+        """Each query's matches from its vectors (and its parts'), with confidence and abstention."""
         views = self.views(usage_pool) if eligible else None
         calibration = self.calibration(usage_pool) if eligible else None
         threshold = self.min_confidence if min_confidence is None else min_confidence

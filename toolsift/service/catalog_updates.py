@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 
+from toolsift import tracing
 from toolsift.catalog import Catalog
 from toolsift.embeddings import Embedder
 from toolsift.errors import CatalogManagedElsewhere, IndexMismatch, UnknownTag
@@ -66,13 +67,15 @@ def load_index_folder(state: ServiceState, embedder: Embedder) -> Router:
 async def reload_index_folder(state: ServiceState) -> Router:
     """Load the index folder again and serve it; a failure is counted, logged and raised."""
     previous = state.routers.get()
-    try:
-        loaded = await anyio.to_thread.run_sync(load_index_folder, state, previous.embedder)
-    except Exception:
-        state.metrics.reloads.labels("failed").inc()
-        logger.warning("the index folder does not load; still serving the previous one", exc_info=True)
-        raise
-    publish(state, loaded)
+    with tracing.span("reload", {"source": "index folder"}):
+        try:
+            loaded = await anyio.to_thread.run_sync(load_index_folder, state, previous.embedder)
+        except Exception:
+            state.metrics.reloads.labels("failed").inc()
+            logger.warning("the index folder does not load; still serving the previous one", exc_info=True)
+            raise
+        publish(state, loaded)
+        tracing.annotate({"catalog.fingerprint": loaded.catalog.fingerprint, "tools": len(loaded.catalog)})
     return loaded
 
 
@@ -127,6 +130,15 @@ async def change_catalog(state: ServiceState, change: CatalogChange) -> dict[str
     edits through several workers or hosts are applied one after the other and none is lost."""
     if state.live is not None:
         raise CatalogManagedElsewhere()
+    with tracing.span("admin.edit"):
+        summary = await _change_catalog(state, change)
+        tracing.annotate({"catalog.fingerprint": summary["catalog_fingerprint"], "tools": summary["tools"],
+                          "added": len(summary["added"]), "removed": len(summary["removed"]),
+                          "changed": len(summary["changed"])})  # fmt: skip
+        return summary
+
+
+async def _change_catalog(state: ServiceState, change: CatalogChange) -> dict[str, Any]:
     async with state.edit_lock:
         if state.given_router is not None:  # in memory only: nothing to persist
             current = state.routers.get()

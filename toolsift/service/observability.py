@@ -16,6 +16,8 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from toolsift import tracing
+
 if TYPE_CHECKING:
     from toolsift.mcp.calls import CallRecord
 
@@ -177,6 +179,8 @@ class ObservabilityMiddleware:
             if too_big:
                 await _refuse(send, self.max_body)
                 status[0] = 413
+            elif tracing.enabled():
+                await self._traced(scope, limited_receive, recording_send, status)
             else:
                 await self.app(scope, limited_receive, recording_send)
         except _BodyTooLarge:
@@ -200,6 +204,19 @@ class ObservabilityMiddleware:
                     "client": (scope.get("client") or ("", 0))[0],
                 },
             )
+
+    async def _traced(self, scope: Scope, receive: Receive, send: Send, status: list[int]) -> None:
+        """The request in a server span that continues the caller's ``traceparent``."""
+        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope.get("headers") or []}
+        method = scope.get("method", "")
+        attributes = {"http.request.method": method, "url.path": scope.get("path", "")}
+        with tracing.continued(headers, method, attributes) as server_span:
+            try:
+                await self.app(scope, receive, send)
+            finally:  # the route is known once the app has matched it
+                route = _route_label(scope)
+                server_span.update_name(f"{method} {route}")
+                server_span.set_attributes({"http.route": route, "http.response.status_code": status[0]})
 
 
 def too_large_message(limit: int) -> str:

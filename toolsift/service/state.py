@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 from cachetools import LRUCache
 
+from toolsift import tracing
 from toolsift.catalog import Catalog
 from toolsift.catalog.queries import load_queries
 from toolsift.curation import LintReport, lint_catalog
@@ -147,8 +148,10 @@ class ServiceState:
 
     @classmethod
     def create(cls, router: Router | None, settings: Settings, tenants: Tenants | None) -> ServiceState:
-        """The state of a serving process (HTTP or MCP); tunes the process for serving first."""
+        """The state of a serving process (HTTP or MCP); tunes the process for serving first, and
+        turns tracing on when the ``OTEL_*`` variables ask for it."""
         tune_for_serving(settings)
+        tracing.configure()
         sessions = SessionStore(settings.session_cap, settings.max_sessions, settings.session_ttl)
         usage = UsageFeed(router.usage if router is not None else None)  # what it learned in-process stays
         usage.book.limits = replace(usage.book.limits, quorum=settings.feedback_quorum)
@@ -318,12 +321,28 @@ class ServiceState:
         fails comes back as an MCP tool error saying why; the server sees nothing of a refused call."""
         if self.forwarder is None:
             raise NotAGateway()
+        with tracing.span("call", {"tool": name, "tenant": caller.pool or None, "session": session_id is not None}):
+            outcome = await self._call(router, caller, name, arguments, session_id, progress)
+            tracing.annotate({"outcome": outcome.outcome, "error": outcome.result.is_error})
+            return outcome
+
+    async def _call(
+        self,
+        router: Router,
+        caller: Caller,
+        name: str,
+        arguments: Any,
+        session_id: str | None,
+        progress: Progress | None,
+    ) -> CallOutcome:
+        assert self.forwarder is not None
         try:
             tool = tool_to_call(router, name, caller)
         except ToolCallRefused as refused:
             error = self._held_refusal(name, caller) or refused
             owner = self.live.owner(router.catalog.resolve(name)) if self.live is not None else None
             return self.forwarder.refuse(name, owner or "", error, caller.pool, session_id)  # logs are the operator's
+        tracing.annotate({"server": tool.source})
         return await self.forwarder.call(tool, arguments, tenant=caller.pool, session_id=session_id, progress=progress)
 
     def _held_refusal(self, name: str, caller: Caller) -> ToolCallRefused | None:

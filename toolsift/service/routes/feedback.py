@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
+from toolsift import tracing
 from toolsift.router.usage import Feedback
 from toolsift.service.dependencies import State, Tenant
 from toolsift.service.schemas import FeedbackAccepted, FeedbackRequest
@@ -24,8 +25,9 @@ def feedback(body: FeedbackRequest, request: Request, state: State, tenant: Tena
     current = state.routers.get()
     caller = state.caller(tenant, current)
     contributor = state.feedback_contributor(tenant, key_from_headers(request.headers), _client(request))
-    item = current.checked_feedback(Feedback(body.query, body.tool, caller.pool, contributor), caller.scope)
-    state.usage.record([item])
+    with tracing.span("feedback", {"tool": body.tool, "tenant": caller.pool or None}):
+        item = current.checked_feedback(Feedback(body.query, body.tool, caller.pool, contributor), caller.scope)
+        state.usage.record([item])
     state.metrics.feedback.inc()
     return {
         "accepted": True,
