@@ -112,10 +112,15 @@ bench: install services mcp-servers
 	$(BIN)/toolsift perf --curation --sizes 20000 --requests 400 --clients 20 --json benchmarks/results/curation-load.json
 	$(BIN)/toolsift security-bench --datasets $(DATASETS) --catalog toolsift/data/default_catalog.yaml \
 		--json benchmarks/results/security.json
+	$(BIN)/toolsift bench --dataset $(DATASETS)/apibench --group-by-tag 1 --json benchmarks/results/groups-apibench.json \
+		--methods toolsift,toolsift-groups-0.25,toolsift-groups-0.5,toolsift-groups-1
+	$(BIN)/toolsift bench --dataset $(DATASETS)/sealtools --group-by-tag 0 --json benchmarks/results/groups-sealtools.json \
+		--methods toolsift,toolsift-groups-0.25,toolsift-groups-0.5,toolsift-groups-1
 	$(BIN)/python benchmarks/results_md.py benchmarks/results/accuracy.json benchmarks/results/performance.json \
 		benchmarks/results/feedback.json benchmarks/results/tuning-by-tool.json benchmarks/results/tuning-by-query.json \
 		benchmarks/results/replicas.json benchmarks/results/sessions.json benchmarks/results/sessions-long.json \
 		benchmarks/results/abstention.json benchmarks/results/accuracy-ensemble.json \
 		benchmarks/results/accuracy-minilm-ko.json benchmarks/results/backends.json \
 		benchmarks/results/accuracy-int8.json benchmarks/results/against.json benchmarks/results/gateway.json \
-		benchmarks/results/security.json benchmarks/results/curation-load.json > benchmarks/RESULTS.md
+		benchmarks/results/security.json benchmarks/results/curation-load.json \
+		benchmarks/results/groups-apibench.json benchmarks/results/groups-sealtools.json > benchmarks/RESULTS.md

@@ -412,8 +412,46 @@ def security_section(document: dict[str, Any]) -> str:
     )
 
 
+def groups_section(document: dict[str, Any]) -> str:
+    """Group scores against flat ranking, same queries: Recall@5 and the paired difference."""
+    rows = [
+        "| dataset | groups | toolsift R@5 | with groups, weight | R@5 | minus flat (paired, 95%) |",
+        "|---|---:|---:|---|---:|---:|",
+    ]
+    for dataset in document["datasets"]:
+        name = dataset["dataset"]
+        flat = next(r for r in document["results"] if r["dataset"] == name and r["method"] == "toolsift"
+                    and r["metric"] == "recall" and r["k"] == 5 and r["lang"] == "all")  # fmt: skip
+        for entry in dataset["comparisons"]:
+            if entry["k"] != 5 or not entry["baseline"].startswith("toolsift-groups"):
+                continue
+            grouped = next(r for r in document["results"] if r["dataset"] == name and r["method"] == entry["baseline"]
+                           and r["metric"] == "recall" and r["k"] == 5 and r["lang"] == "all")  # fmt: skip
+            weight = entry["baseline"].removeprefix("toolsift-groups-")
+            rows.append(
+                f"| {name} | {dataset.get('groups', '')} | {flat['value']:.3f} ± {flat['ci95']:.3f} | {weight} | "
+                f"{grouped['value']:.3f} | {-entry['difference']:+.3f} ± {entry['ci95']:.3f} |"
+            )
+    return "\n".join(
+        [
+            f"## Groups in the ranking ({', '.join(d['dataset'] for d in document['datasets'])})",
+            "",
+            f"Command: `{document['command']}`",
+            "",
+            "Each tool grouped by one of its tags (the dataset's natural grouping), then ranked flat "
+            "(toolsift) and with its group centroid's standardised cosine added at each weight "
+            "(`TOOLSIFT_GROUP_WEIGHT`), on the same queries.",
+            "",
+            *rows,
+            "",
+        ]
+    )
+
+
 def _other_section(path: str) -> str:
     document = json.loads(Path(path).read_text())
+    if any(str(row.get("method", "")).startswith("toolsift-groups") for row in document.get("results", [])):
+        return groups_section(document)
     if document.get("schema") == "toolsift-against/1":
         return against_section(document)
     if document.get("schema") == "toolsift-gateway/1":

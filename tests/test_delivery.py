@@ -147,3 +147,6 @@ def test_definitions_in_each_format(tiny_router: Router) -> None:
     }
     assert anthropic["input_schema"] == {"type": "object", "properties": {}}
     assert mcp["annotations"] == {"destructiveHint": True}
+    [gemini] = result.definitions("gemini")
+    assert gemini == {"type": "function", "name": "delete_file", "description": "Delete a file from storage.",
+                      "parameters": {"type": "object", "properties": {}}}  # fmt: skip

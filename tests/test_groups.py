@@ -272,3 +272,61 @@ def test_the_cli_prints_the_namespaced_deferred_list(grouped: Router, tmp_path: 
     assert orjson.loads(printed.output) == served
     refused = CliRunner().invoke(main, ["deferred", "--index", str(folder), "--format", "gemini", "--namespaces"])
     assert refused.exit_code == 1 and "OpenAI" in refused.output
+
+
+# -- groups in the ranking -------------------------------------------------------------------
+
+
+def test_a_group_weight_lifts_the_tools_of_the_requests_group(grouped: Router) -> None:
+    """A tool's group centroid's standardised cosine joins its score at ``group_weight``: the
+    lift is exactly that, zero for ungrouped tools, and 0 (the default) ranks flat."""
+    from toolsift.router import RankingConfig
+
+    flat = grouped.route("weather forecast", k=7, min_confidence=0.0)
+    weighted = Router(grouped.index, grouped.embedder, RankingConfig(group_weight=2.0))
+    lifted = weighted.route("weather forecast", k=7, min_confidence=0.0)
+    groups = weighted.groups
+    assert groups is not None and grouped.ranking.group_weight == 0.0
+    vector = grouped.embed_queries(["weather forecast"])[0]
+    ids = np.asarray([grouped.catalog.position(m.name) for m in lifted.matches], dtype=np.int64)
+    expected = groups.scores(vector, ids)
+    before = {m.name: m.score for m in flat.matches}
+    for match, lift in zip(lifted.matches, expected, strict=True):
+        assert match.score == pytest.approx(before[match.name] + 2.0 * float(lift), abs=1e-4)
+    assert float(expected[[m.name for m in lifted.matches].index("convert_currency")]) == 0.0  # ungrouped
+    assert Router(grouped.index, grouped.embedder).groups is not None
+    one_group = parse_catalog([{"name": "a", "description": "A.", "group": "g"}, {"name": "b", "description": "B."}])
+    assert Router.build(one_group, HashingEmbedder(64)).groups is None  # nothing to tell apart
+    with pytest.raises(ValueError, match="group_weight"):
+        RankingConfig(group_weight=-1)
+
+
+def test_bench_groups_a_dataset_by_a_tag_and_reports_groups_against_flat(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+    from test_bench import write_dataset
+
+    from toolsift.cli import main
+
+    queries: list[dict[str, object]] = [
+        {"id": "q1", "query": "send an email to Bob", "relevant": ["send_email"], "lang": "en"},
+        {"id": "q2", "query": "weather forecast", "relevant": ["get_forecast"], "lang": "en"},
+        {"id": "q3", "query": "list my calendar events", "relevant": ["list_events"], "lang": "en"},
+    ]
+    folder = write_dataset(tmp_path / "tiny", queries)
+    out = tmp_path / "groups.json"
+    arguments = ["bench", "--dataset", str(folder), "--group-by-tag", "0", "--methods", "toolsift,toolsift-groups-1",
+                 "--no-cache", "--json", str(out)]  # fmt: skip
+    done = CliRunner().invoke(main, arguments, env={"TOOLSIFT_MODEL": "hashing-64"})
+    assert done.exit_code == 0, done.output
+    document = json.loads(out.read_text())
+    assert document["datasets"][0]["groups"] == 5  # the first tags: email, weather, calendar, files, finance
+    assert {c["baseline"] for c in document["datasets"][0]["comparisons"]} == {"toolsift-groups-1"}
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from results_md import _other_section
+
+    section = _other_section(str(out))
+    assert section.startswith("## Groups in the ranking (tiny)") and "| tiny | 5 |" in section

@@ -59,6 +59,8 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
     lexical_weight: float = Field(DEFAULT_LEXICAL_WEIGHT, ge=0.0, le=10.0, allow_inf_nan=False)
+    group_weight: float = Field(0.0, ge=0.0, le=10.0, allow_inf_nan=False)
+    """Weight of a tool's group score (its group centroid's standardised cosine); 0: flat ranking."""
     split_intents: bool = True
     """Route each part of a multi-part request too (see toolsift.router.intents)."""
     intent_min_score: float = Field(DEFAULT_INTENT_MIN_SCORE, ge=-100.0, le=100.0, allow_inf_nan=False)
@@ -179,6 +181,7 @@ class Settings(BaseSettings):
 
         return RankingConfig(
             self.lexical_weight,
+            group_weight=self.group_weight,
             split_intents=self.split_intents,
             intent_min_score=self.intent_min_score,
             min_confidence=DEFAULT_MIN_CONFIDENCE if self.min_confidence is None else self.min_confidence,
@@ -200,6 +203,7 @@ EXPECTED: dict[str, str] = {
     "embedding_threads": "a number of threads from 0 (one per core) to 1024",
     "query_batch": "a number of queries from 1 (no batching) to 1024",
     "lexical_weight": "a number from 0 (dense only) to 10",
+    "group_weight": "a number from 0 (flat ranking) to 10",
     "intent_min_score": "a number of standard deviations from -100 to 100",
     "min_confidence": "a probability from 0 (never abstain) to 1",
     "split_intents": "true or false",

@@ -37,6 +37,8 @@ class DatasetResult:
     no_tool_queries: int = 0
     """Queries labelled with no relevant tool: left out of the ranking metrics (``queries`` counts
     the rest); ``toolsift abstention-bench`` measures them."""
+    groups: int = 0
+    """Groups of the catalog's tools (``--group-by-tag``); 0 when its tools are ungrouped."""
     refused: dict[str, int] = field(default_factory=dict)
     """Per method, queries it refused (toolsift: over the router's length limit); they count as misses."""
     comparisons: list[dict[str, Any]] = field(default_factory=list)
@@ -72,6 +74,9 @@ class DatasetResult:
         return list(dict.fromkeys(row["lang"] for row in self.rows))
 
 
+DEFAULT_GROUP_WEIGHT = 0.5
+
+
 def build_methods(
     dataset: Dataset, embedder: Embedder, cache: EmbeddingCache | None, names: Sequence[str]
 ) -> list[tuple[Method, float]]:
@@ -86,6 +91,9 @@ def build_methods(
             method: Method = ToolsiftMethod(dataset.catalog, embedder, cache)
         elif name == "toolsift-whole":
             method = ToolsiftMethod(dataset.catalog, embedder, cache, RankingConfig(split_intents=False), name)
+        elif name.startswith("toolsift-groups"):  # toolsift-groups-0.5: group scores at that weight
+            weight = float(name.removeprefix("toolsift-groups").removeprefix("-") or DEFAULT_GROUP_WEIGHT)
+            method = ToolsiftMethod(dataset.catalog, embedder, cache, RankingConfig(group_weight=weight), name)
         elif name == "dense":
             method = DenseMethod(dataset.catalog, embedder, cache)
         elif name == "bm25":
@@ -119,6 +127,7 @@ def run_accuracy(
     depth = max(MRR_DEPTH, *ks)
     result = DatasetResult(dataset.name, len(dataset.catalog), len(scored), embedder.name)
     result.no_tool_queries = len(dataset.queries) - len(scored)
+    result.groups = len(dataset.catalog.groups())
     if {"toolsift", "dense"} & set(methods):
         # Embed every query once, up front and timed apart, so the methods that share the model
         # are timed on ranking alone and compare fairly with the lexical ones.

@@ -204,6 +204,8 @@ def dataset_pairs(folders: list[Path], tools: Path | None, queries: Path | None)
               help="Seconds of training per kind.")  # fmt: skip
 @click.option("--tune-pairs", type=click.IntRange(1), help="Train on at most this many fed pairs (a seeded sample).")
 @click.option("--tune-hard-negatives", is_flag=True, help="Train with each request's hardest wrong tool as a negative.")
+@click.option("--group-by-tag", type=click.IntRange(0, 16), help="Group each tool by its tag at this position (0: the "
+              "first), the dataset's natural grouping, before ranking (compare toolsift with toolsift-groups[-W]).")  # fmt: skip
 @no_cache_option
 def bench(
     tools: Path | None,
@@ -221,6 +223,7 @@ def bench(
     tune_time_limit: float,
     tune_pairs: int | None,
     tune_hard_negatives: bool,
+    group_by_tag: int | None,
     no_cache: bool,
 ) -> None:
     """Measure selection accuracy of toolsift and baselines (BM25, dense, random) on labelled queries."""
@@ -228,6 +231,8 @@ def bench(
 
     cutoffs = parse_ks(ks)
     datasets = [load_dataset(t, q).sample(limit) for t, q in dataset_pairs(folders, tools, queries)]
+    if group_by_tag is not None:
+        datasets = [dataset.grouped_by_tag(group_by_tag) for dataset in datasets]
     settings = Settings.from_env(None, model=model)
     command = command_line("bench")
     if feedback_split is not None and (split_by == "tool" or tune_kinds):

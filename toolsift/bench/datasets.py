@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,16 @@ class Dataset:
     name: str
     catalog: Catalog
     queries: tuple[Query, ...]
+
+    def grouped_by_tag(self, position: int) -> Dataset:
+        """The dataset with each tool in the group its ``position``-th tag names (a dataset's
+        natural grouping: apibench's task domain, Seal-Tools' field); a tool with fewer tags is
+        left ungrouped. Tags become valid group names (other characters as ``_``)."""
+        tools = [
+            tool.model_copy(update={"group": group_name(tool.tags[position]) if len(tool.tags) > position else None})
+            for tool in self.catalog
+        ]
+        return Dataset(self.name, Catalog(tools, source=self.catalog.source), self.queries)
 
     def sample(self, limit: int | None, seed: int = 0) -> Dataset:
         """A seeded random subset of the queries (all of them when limit is None or larger)."""
@@ -35,6 +46,11 @@ class Dataset:
     def no_tool(self) -> tuple[Query, ...]:
         """The queries labelled with no relevant tool (nothing should be selected)."""
         return tuple(query for query in self.queries if not query.relevant)
+
+
+def group_name(tag: str) -> str:
+    """``tag`` as a group name (``^[A-Za-z0-9_.-]{1,64}$``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", tag)[:64] or "_"
 
 
 def load_dataset(tools: str | Path, queries: str | Path, name: str | None = None) -> Dataset:

@@ -57,12 +57,17 @@ class RankingConfig:
     min_confidence: float = DEFAULT_MIN_CONFIDENCE
     """A request whose best match is less likely than this to serve it gets no tools (abstains);
     0 never abstains (``toolsift.router.confidence``)."""
+    group_weight: float = 0.0
+    """Weight of the standardised group score (``GroupIndex``) added to each grouped tool's score;
+    0 ranks every tool flat (the default: see benchmarks/DECISIONS.md, "Groups")."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_confidence <= 1.0:
             raise ValueError(f"min_confidence must be between 0 and 1, not {self.min_confidence}")
         if not 0.0 <= self.lexical_weight <= 10.0:
             raise ValueError(f"lexical_weight must be between 0 and 10, not {self.lexical_weight}")
+        if not 0.0 <= self.group_weight <= 10.0:
+            raise ValueError(f"group_weight must be between 0 and 10, not {self.group_weight}")
         if self.candidates < 1:
             raise ValueError(f"candidates must be positive, not {self.candidates}")
 
@@ -86,6 +91,37 @@ class DenseMoments:
             second += block.T @ block  # float32 product, float64 running sum
         count = max(count, 1)
         return cls((total / count).astype(np.float32), (second / count).astype(np.float32))
+
+
+@dataclass(frozen=True)
+class GroupIndex:
+    """Each tool's group (``of``: a group number, -1 for none) and each group's centroid: the
+    normalised mean of its tools' vectors, what a request for any of its jobs lies near."""
+
+    of: IdArray
+    centroids: Matrix
+
+    @classmethod
+    def of_catalog(cls, groups: Sequence[str | None], dense: FaissIndex) -> GroupIndex | None:
+        names = sorted({group for group in groups if group is not None})
+        if len(names) < 2:
+            return None  # one group or none: nothing to tell apart
+        number = {name: position for position, name in enumerate(names)}
+        of = np.asarray([-1 if group is None else number[group] for group in groups], dtype=np.int64)
+        vectors = dense.vectors(np.arange(len(groups), dtype=np.int64))
+        centroids = np.zeros((len(names), vectors.shape[1]), dtype=np.float32)
+        np.add.at(centroids, of[of >= 0], vectors[of >= 0])
+        norms = np.linalg.norm(centroids, axis=1, keepdims=True)
+        return cls(of, (centroids / np.maximum(norms, 1e-12)).astype(np.float32))
+
+    def scores(self, vector: Vector, candidates: IdArray) -> np.ndarray:
+        """Each candidate's group score: its group centroid's cosine, standardised over the
+        groups (0 for an ungrouped tool)."""
+        similarity = self.centroids @ vector
+        spread = float(similarity.std())
+        z = (similarity - float(similarity.mean())) / max(spread, 1e-6)
+        groups = self.of[candidates]
+        return np.where(groups >= 0, z[np.maximum(groups, 0)], 0.0).astype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -116,12 +152,14 @@ def rank(
     moments: DenseMoments | None = None,
     segments: Sequence[tuple[int, int]] | None = None,
     views: ExampleViews | None = None,
+    groups: GroupIndex | None = None,
 ) -> Ranked:
     """The best ``k`` tools among ``allowed`` (all when None), best first; ties go to the lower id.
 
     ``segments``: for an ensemble embedder, where each model's part of the vectors lies; each
     model's cosine is then standardised on its own and the results summed. ``views``: example
-    requests of some tools; such a tool's dense evidence is its best view (``usage.py``)."""
+    requests of some tools; such a tool's dense evidence is its best view (``usage.py``).
+    ``groups``: with ``config.group_weight``, each tool's group score joins its score."""
     pool = max(k, config.candidates)
     proposals = [dense.search(vector, pool, allowed)[1]]
     use_lexical = lexical is not None and config.lexical_weight > 0
@@ -152,6 +190,8 @@ def rank(
         ceiling = lexical.ceiling(query)
         coverage = (all_lexical[candidates] / ceiling if ceiling > 0 else coverage).astype(np.float32)
     fused = dense_part + lexical_part
+    if groups is not None and config.group_weight > 0:  # a tool of the request's likely group goes up
+        fused = (fused + config.group_weight * groups.scores(vector, candidates)).astype(np.float32)
     order = np.lexsort((candidates, -fused))[:k]
     return Ranked(
         candidates[order],

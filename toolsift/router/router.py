@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from toolsift.router.caller import DEFAULT_K
 from toolsift.router.confidence import Calibration, abstention, calibrated_for, no_tool_vectors
 from toolsift.router.formats import OutputFormat, format_tool
 from toolsift.router.intents import split_intents
-from toolsift.router.ranking import DenseMoments, Ranked, RankingConfig, rank
+from toolsift.router.ranking import DenseMoments, GroupIndex, Ranked, RankingConfig, rank
 from toolsift.router.rules import TagIndex, TagRules
 from toolsift.router.scope import Scope
 from toolsift.router.usage import ExampleViews, Feedback, UsageBook, catalog_examples, summarise
@@ -399,7 +400,13 @@ class Router:
             self.moments,
             getattr(self.embedder, "segments", None),
             views,
+            self.groups if self.ranking.group_weight > 0 else None,
         )
+
+    @cached_property
+    def groups(self) -> GroupIndex | None:
+        """The catalog's groups and their centroids (None with fewer than two groups)."""
+        return GroupIndex.of_catalog([tool.group for tool in self.catalog], self.index.vectors)
 
     # -- learning from use -----------------------------------------------------------------
 
