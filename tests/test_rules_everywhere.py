@@ -140,3 +140,51 @@ def test_library_delivery_filters_the_session_by_scope(tiny_router: Router) -> N
     assert sorted(t.name for t in delivered.tools) == ["get_forecast", "get_weather"]
     assert delivered.session is not None and len(delivered.session.withheld) == 6
     assert route_body(delivered)["session"]["withheld"] == list(delivered.session.withheld)
+
+
+DEFERRED = [
+    ({"delivery": "tool_reference", "format": "anthropic"}, "content"),
+    ({"delivery": "tool_search_output", "format": "responses", "call_id": "c1"}, "output_item"),
+    ({"delivery": "tool_search_output", "format": "responses", "call_id": "c1", "namespaces": True}, "output_item"),
+    ({"delivery": "function_result", "format": "gemini", "call_id": "c1"}, "output_item"),
+]
+
+
+def referenced(body: dict[str, Any], field: str) -> list[str]:
+    """The tools a deferred answer hands the model (in namespaces too)."""
+    if field == "content":
+        return [block["tool_name"] for block in body["content"] if block["type"] == "tool_reference"]
+    item = body["output_item"]
+    listed = item["tools"] if item["type"] == "tool_search_output" else item["result"]
+    return [t["name"] for entry in listed for t in entry.get("tools", [entry]) if t.get("type") != "text"]
+
+
+@pytest.mark.parametrize("rule", sorted(RULES))
+@pytest.mark.parametrize(
+    ("options", "field"), DEFERRED, ids=["tool_reference", "tool_search_output", "namespaces", "function_result"]
+)
+def test_a_deferred_answer_never_hands_over_what_this_turns_rules_forbid(
+    grouped_router: Router, rule: str, options: dict[str, Any], field: str
+) -> None:
+    tenants = parse_tenants({"tenants": {"t": {"key": TENANT_KEY, "tags": {"exclude": ["finance"]}}}})
+    with TestClient(create_app(grouped_router, settings=Settings(), tenants=tenants)) as client:
+        headers = {"X-API-Key": TENANT_KEY}
+        base = {"k": 8, "session_id": f"d-{rule}-{field}", "repeat_references": True, **options}
+        first = client.post("/route", json={**base, "query": "delete the old file"}, headers=headers).json()
+        assert set(referenced(first, field)) == {t.name for t in grouped_router.catalog} - {"convert_currency"}
+        restricted = {**base, "query": "what is the weather", **RULES[rule]}
+        second = client.post("/route", json=restricted, headers=headers)
+        assert second.status_code == 200, second.text
+        rules = rules_of(restricted)
+        handed = referenced(second.json(), field)
+        assert all(rules.permits(grouped_router.catalog.get(name)) for name in handed)  # type: ignore[arg-type]
+        assert "convert_currency" not in handed  # beyond the tenant's key, whatever the rule
+
+
+@pytest.fixture
+def grouped_router(tiny_catalog: Any, hashing_embedder: Any) -> Router:
+    """The tiny tools, each in the group its first tag names (so namespaces have something to hold)."""
+    from toolsift.catalog import Catalog
+
+    tools = [tool.model_copy(update={"group": tool.tags[0]}) for tool in tiny_catalog]
+    return Router.build(Catalog(tools, source="tiny-grouped"), hashing_embedder)

@@ -460,3 +460,55 @@ def test_the_page_reviews_and_approves_an_mcp_servers_changes(tmp_path: Path) ->
     finally:
         process.terminate()
         process.wait(timeout=60)
+
+
+def test_the_page_lists_groups_and_browses_an_untagged_catalog(tmp_path: Path) -> None:
+    """Tools without tags (every plain OpenAI or Anthropic file) browse without an error; the
+    groups and what each is for are listed, and each tool's group shown."""
+    if CHROMIUM is None:
+        pytest.fail("headless Chromium is needed for this test: `make browser` (apt-get install chromium)")
+    from playwright.sync_api import expect, sync_playwright
+
+    from toolsift import Router
+    from toolsift.catalog import parse_catalog
+    from toolsift.embeddings import HashingEmbedder
+
+    catalog = parse_catalog(
+        {
+            "groups": {"mail": "Read and send email"},
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {"name": "send_email", "description": "Send an email.", "x-group": "mail"},
+                },
+                {"name": "search_emails", "description": "Search the mailbox.", "input_schema": {}, "x-group": "mail"},
+                {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city."}},
+            ],
+        }
+    )
+    folder = Router.build(catalog, HashingEmbedder(64)).save(tmp_path / "index")
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "toolsift", "serve", "--index", str(folder), "--port", str(port)])
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_serving(url, process)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+            page = browser.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(url + "/")
+            expect(page.locator("#groups-table tr")).to_have_count(2, timeout=30_000)
+            assert page.locator("#groups-table tr").nth(1).all_inner_texts()[0].split("\t") == [
+                "mail", "2", "Read and send email",
+            ]  # fmt: skip
+            expect(page.locator("#catalog-table tr.tool-row")).to_have_count(3, timeout=30_000)
+            groups = page.locator("#catalog-table tr.tool-row td:nth-child(2)").all_inner_texts()
+            assert sorted(groups) == ["", "mail", "mail"]
+            page.locator("#catalog-table tr.tool-row .tool-link").first.click()
+            expect(page.locator("#tool-name")).to_be_visible(timeout=30_000)
+            assert errors == []
+            browser.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

@@ -441,6 +441,7 @@ class ToolDetail(WireModel):
 
     name: str
     tags: list[str]
+    group: str | None = Field(default=None, description="The tool's group, when it has one")
     examples: list[str]
     formats: dict[str, dict[str, Any]] = Field(description="The definition in each output format")
     tokens: dict[str, int] = Field(description="Tokens each format's definition costs")

@@ -38,6 +38,7 @@ def tool_page(
     return {
         "name": tool.name,
         "tags": list(tool.tags),
+        "group": tool.group,
         "examples": list(tool.examples),
         "formats": formats,
         "tokens": {fmt: count_tokens(orjson.dumps(definition).decode()) for fmt, definition in formats.items()},
