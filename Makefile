@@ -1,4 +1,5 @@
-# make serve:     set everything up (virtualenv, install, index of the bundled catalog) and serve.
+# make serve:     set everything up (virtualenv, install, index of the bundled catalog) and serve;
+#                 make serve CATALOG=mine.json serves your catalog (the index is rebuilt when it changes).
 # make test:      set up and run the whole test suite (lint, the fast tier, then the real-model and slow tests).
 # make test-fast: lint and the tests that need neither the real model nor processes (under a minute).
 PYTHON ?= python3
@@ -7,6 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SERVE_STAMP := $(VENV)/.installed-serve
 INDEX ?= var/index
+CATALOG ?= toolsift/data/default_catalog.yaml
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
@@ -34,13 +36,14 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-$(INDEX)/manifest.json: $(SERVE_STAMP) toolsift/data/default_catalog.yaml
-	$(BIN)/toolsift build --out $(INDEX)
+$(INDEX)/manifest.json: $(SERVE_STAMP) $(CATALOG)
+	$(BIN)/toolsift build $(CATALOG) --out $(INDEX)
 
 index: $(INDEX)/manifest.json
 
-serve: index
-	$(BIN)/toolsift serve --index $(INDEX) --host $(HOST) --port $(PORT)
+# serve builds or rebuilds the index when it was built from another catalog than CATALOG
+serve: $(SERVE_STAMP)
+	$(BIN)/toolsift serve --index $(INDEX) --catalog $(CATALOG) --host $(HOST) --port $(PORT)
 
 test-fast: install lint
 	$(BIN)/python -m pytest -m "not model and not slow"

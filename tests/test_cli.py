@@ -154,3 +154,49 @@ def test_a_build_from_a_full_cache_never_loads_the_model(tmp_path: Path) -> None
     assert "254 embedded, 0 from cache" in runs[0] and "model imported: True" in runs[0]
     assert "0 embedded, 254 from cache" in runs[1] and "model not loaded" in runs[1]
     assert "model imported: False" in runs[1]
+
+
+def test_serve_catalog_never_serves_another_catalog_nor_drops_an_edit(tmp_path: Path, tiny_file: Path) -> None:
+    """``serve --catalog F``: builds the index from F, keeps one built from F (edits since
+    included), rebuilds one built from another catalog, and refuses, saying how, to replace one
+    that holds edits."""
+    import click
+
+    from toolsift import Router
+    from toolsift.catalog import load_catalog, parse_catalog
+    from toolsift.cli import _index_of
+    from toolsift.index import Manifest
+    from toolsift.settings import Settings
+
+    settings = Settings(index_path=tmp_path / "index", model="hashing-64", cache_dir=tmp_path / "cache")
+    _index_of(tiny_file, settings)
+    built = Manifest.read(settings.index_path)
+    mine = load_catalog(tiny_file)
+    assert built is not None and built.catalog_fingerprint == built.built_from == mine.fingerprint
+    _index_of(tiny_file, settings)  # the same catalog: served as it is
+    assert Manifest.read(settings.index_path) == built
+
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps([*TINY_TOOLS[:3], {"name": "send_fax", "description": "Send a fax."}]))
+    _index_of(other, settings)  # built from another catalog, no edits: rebuilt from this one
+    rebuilt = Manifest.read(settings.index_path)
+    assert rebuilt is not None and rebuilt.catalog_fingerprint == rebuilt.built_from == load_catalog(other).fingerprint
+    assert Router.load(settings.index_path).catalog.names == load_catalog(other).names
+
+    router = Router.load(settings.index_path)  # an admin edit, as POST /admin/tools saves it
+    edited = router.rebuilt(
+        router.catalog.with_tools([*router.catalog, *parse_catalog([{"name": "x", "description": "X."}])])
+    )
+    edited.save(settings.index_path)
+    _index_of(other, settings)  # built from this catalog, edited since: kept, edit included
+    assert "x" in Router.load(settings.index_path).catalog
+    with pytest.raises(click.ClickException, match="holds edits made since") as refused:
+        _index_of(tiny_file, settings)
+    assert f"toolsift build {tiny_file} --out" in refused.value.message
+    assert "x" in Router.load(settings.index_path).catalog  # nothing lost
+
+
+def test_make_serve_takes_a_catalog() -> None:
+    makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text()
+    assert "CATALOG ?= toolsift/data/default_catalog.yaml" in makefile
+    assert "toolsift serve --index $(INDEX) --catalog $(CATALOG)" in makefile

@@ -487,7 +487,7 @@ def test_mcp_over_http_needs_a_key_and_scopes_by_tenant(tmp_path: Path, tiny_rou
                 weather = [tool for tool in tiny_router.catalog if "weather" in tool.tags]
                 assert found.structured_content["catalog_fingerprint"] == fingerprint_tools(weather)  # the tenant's
                 tags = await client.call_tool("list_tags", {})
-                assert tags.structured_content == {"tags": {"read": 2, "weather": 2}}
+                assert tags.structured_content == {"tags": {"read": 2, "weather": 2}, "groups": {}}
 
         anyio.run(scenario)
     finally:

@@ -20,7 +20,7 @@ from toolsift.embeddings import embedder_for
 from toolsift.errors import TenantsFileError, ToolsiftError
 from toolsift.extras import missing_extra
 from toolsift.feedback_cli import feedback as feedback_commands
-from toolsift.index import INDEX_KINDS, ToolIndex
+from toolsift.index import INDEX_KINDS, Manifest, ToolIndex
 from toolsift.router import (
     ACCESS_POLICIES,
     MAX_K,
@@ -275,7 +275,9 @@ def route(
 @main.command()
 @index_option
 @click.option(
-    "--catalog", type=click.Path(path_type=Path), help="Build the index from this catalog first if the folder has none."
+    "--catalog",
+    type=click.Path(path_type=Path),
+    help="Serve this catalog: the index is built from it first, or rebuilt when it was built from another.",
 )
 @click.option("--host", help="Interface to bind [default: 127.0.0.1].")
 @click.option("--port", type=int, help="Port [default: 8000].")
@@ -327,10 +329,8 @@ def serve(
         load_sources(settings.mcp_servers)  # fail now, with the file's problem, not inside a worker
         if settings.catalog_path is not None:
             _load_catalog(settings.catalog_path, "auto")
-    elif catalog is not None and not (settings.index_path / "manifest.json").is_file():
-        tools = _load_catalog(catalog, "auto")
-        router = Router.build(tools, embedder_for(settings.model, tools), cache=_open_cache(settings, False))
-        router.save(settings.index_path)
+    elif catalog is not None:
+        _index_of(catalog, settings)
     folder_ready = settings.mcp_servers is None and (settings.index_path / "manifest.json").is_file()
     if tenant_specs is not None and settings.tenants is not None and folder_ready:
         _refuse_tenant_typos(tenant_specs, ToolIndex.load(settings.index_path).catalog, settings.tenants)
@@ -351,6 +351,34 @@ def serve(
         http=JsonErrorH11Protocol,  # a request uvicorn cannot read gets a JSON error too
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
     )
+
+
+def _index_of(catalog: Path, settings: Settings) -> None:
+    """Make the index folder serve ``catalog``: build it when there is none; keep it when it was
+    built from this catalog (admin edits and tunes since included); rebuild it when it was built
+    from another and holds no edits; otherwise refuse, saying how to go on (never serve the wrong
+    catalog, never drop an acknowledged edit)."""
+    tools = _load_catalog(catalog, "auto")
+    manifest = Manifest.read(settings.index_path)
+    if manifest is not None and tools.fingerprint in (manifest.catalog_fingerprint, manifest.built_from):
+        if manifest.catalog_fingerprint != tools.fingerprint:
+            click.echo(f"serving {settings.index_path}: built from {catalog}, with the edits made since", err=True)
+        return
+    if manifest is not None and manifest.catalog_fingerprint != manifest.built_from:
+        raise click.ClickException(
+            f"{settings.index_path} was built from another catalog than {catalog} and holds edits made since "
+            f"(POST /admin/tools); serve it without --catalog to keep them, or replace it: toolsift build "
+            f"{catalog} --out {settings.index_path}"
+        )
+    embedder = embedder_for(settings.model, tools)
+    cache = _open_cache(settings, False)
+    if manifest is not None and manifest.model == embedder.name:  # the unchanged tools keep their vectors
+        router = Router.load(settings.index_path).rebuilt(tools, cache=cache, source=tools.fingerprint)
+    else:
+        router = Router.build(tools, embedder, cache=cache)
+    router.save(settings.index_path)
+    what = "rebuilt from" if manifest is not None else "built from"
+    click.echo(f"{settings.index_path}: {what} {catalog} ({len(tools)} tools, {tools.fingerprint[:19]}…)", err=True)
 
 
 def _absolute(settings: Settings) -> Settings:

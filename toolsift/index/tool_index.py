@@ -52,6 +52,14 @@ class Manifest:
     text_recipe_version: int = TEXT_RECIPE_VERSION
     toolsift_version: str = __version__
     created_at: str = ""
+    source_fingerprint: str = ""
+    """The fingerprint of the catalog the folder was first built from (a file, MCP servers), kept
+    through admin edits and tunes: ``serve --catalog`` tells an edited index from another
+    catalog's. Empty in folders from before it was recorded (read as ``catalog_fingerprint``)."""
+
+    @property
+    def built_from(self) -> str:
+        return self.source_fingerprint or self.catalog_fingerprint
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Manifest:
@@ -165,9 +173,12 @@ class ToolIndex:
         cache: EmbeddingCache | None = None,
         progress: bool = False,
         previous: ToolIndex | None = None,
+        source: str | None = None,
     ) -> tuple[ToolIndex, BuildStats]:
         """Embed ``catalog`` and index it. With ``previous`` (an index built by the same model),
-        tools whose text did not change keep their vectors: only new or edited tools are embedded."""
+        tools whose text did not change keep their vectors: only new or edited tools are embedded.
+        ``source``: the fingerprint of the catalog the folder was built from (default: the
+        previous index's, else this catalog's)."""
         started = time.perf_counter()
         kind = resolve_kind(kind, len(catalog))
         texts = [compose_tool_text(tool) for tool in catalog]
@@ -194,6 +205,8 @@ class ToolIndex:
             tool_count=len(catalog),
             kind=kind,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            source_fingerprint=source
+            or (previous.manifest.built_from if previous is not None else catalog.fingerprint),
         )
         build_stats = BuildStats(
             tools=len(catalog),

@@ -170,7 +170,12 @@ class Router:
         return router
 
     def rebuilt(
-        self, catalog: Catalog, *, cache: EmbeddingCache | None = None, kind: IndexKind | None = None
+        self,
+        catalog: Catalog,
+        *,
+        cache: EmbeddingCache | None = None,
+        kind: IndexKind | None = None,
+        source: str | None = None,
     ) -> Router:
         """A new router over ``catalog`` with the same embedder, ranking and index kind (or
         ``kind``); tools whose text is unchanged keep their vectors, so only new or edited tools
@@ -178,7 +183,9 @@ class Router:
         started = time.perf_counter()
         current = self.index.manifest.kind
         chosen: IndexKind = kind or ("hnsw" if current == "hnsw" else "flat" if current == "flat" else "auto")
-        index, stats = ToolIndex.build(catalog, self.embedder, kind=chosen, cache=cache, previous=self.index)
+        index, stats = ToolIndex.build(
+            catalog, self.embedder, kind=chosen, cache=cache, previous=self.index, source=source
+        )
         router = Router(index, self.embedder, self.ranking)
         router.last_build = replace(stats, seconds=time.perf_counter() - started)
         router._example_vectors = dict(self._example_vectors)  # same model: no example is embedded twice

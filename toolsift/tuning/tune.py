@@ -202,7 +202,7 @@ def publish(index_path: Path, expected: str, tuned: Router) -> None:
                 f"the index folder switched from {expected} to {serving.embedder.name} while tuning", "Tune again"
             )
         kind: IndexKind = "hnsw" if serving.index.manifest.kind == "hnsw" else "flat"
-        tuned.rebuilt(serving.catalog, kind=kind).save(index_path)
+        tuned.rebuilt(serving.catalog, kind=kind, source=serving.index.manifest.built_from).save(index_path)
 
 
 def promote(index_path: Path) -> str:
