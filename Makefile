@@ -12,7 +12,7 @@ CATALOG ?= toolsift/data/default_catalog.yaml
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install index serve test test-fast lint format bench clean browser services mcp-servers
+.PHONY: install index serve test test-fast lint format bench clean browser services mcp-servers openapi-specs
 
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
@@ -48,7 +48,7 @@ serve: $(SERVE_STAMP)
 test-fast: install lint
 	$(BIN)/python -m pytest -m "not model and not slow"
 
-test: test-fast browser services mcp-servers
+test: test-fast browser services mcp-servers openapi-specs
 	$(BIN)/python -m pytest -m "model or slow"
 
 # The web page is tested in headless Chromium (Debian's package, driven by playwright).
@@ -74,6 +74,15 @@ $(MCP_SERVERS)/node_modules/.installed: $(MCP_SERVERS)/package-lock.json
 	touch $@
 
 mcp-servers: $(MCP_SERVERS)/node_modules/.installed
+
+# The importer is tested on real public OpenAPI documents from npm (the petstore and ReadMe's edge
+# cases, GitHub's REST API), pinned in tests/openapi_specs/package-lock.json.
+OPENAPI_SPECS := tests/openapi_specs
+$(OPENAPI_SPECS)/node_modules/.installed: $(OPENAPI_SPECS)/package-lock.json $(MCP_SERVERS)/node_modules/.installed
+	npm ci --prefix $(OPENAPI_SPECS) --silent --no-audit --no-fund
+	touch $@
+
+openapi-specs: $(OPENAPI_SPECS)/node_modules/.installed
 
 lint: install
 	$(BIN)/ruff check toolsift tests benchmarks

@@ -18,7 +18,7 @@ LAYERS: list[set[str]] = [
     {"router"},
     {"settings", "tenants", "curation", "mcp", "tuning"},
     {"service"},
-    {"feedback_cli", "tune_cli", "bench"},
+    {"feedback_cli", "tune_cli", "import_cli", "bench"},
     {"cli", "client", "__init__"},
     {"console"},
     {"__main__"},

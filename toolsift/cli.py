@@ -20,6 +20,7 @@ from toolsift.embeddings import embedder_for
 from toolsift.errors import TenantsFileError, ToolsiftError
 from toolsift.extras import missing_extra
 from toolsift.feedback_cli import feedback as feedback_commands
+from toolsift.import_cli import import_commands
 from toolsift.index import INDEX_KINDS, Manifest, ToolIndex
 from toolsift.router import (
     ACCESS_POLICIES,
@@ -636,5 +637,5 @@ def deferred(index_path: Path | None, output_format: DeferredFormat, namespaces:
     sys.stdout.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n")
 
 
-for _command in (*BENCH_COMMANDS, feedback_commands, tune_command):
+for _command in (*BENCH_COMMANDS, feedback_commands, tune_command, import_commands):
     main.add_command(_command)

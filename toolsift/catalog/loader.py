@@ -85,6 +85,36 @@ def _groups_section(document: Any, source: str) -> dict[str, str]:
     return {name: "" if description is None else description for name, description in section.items()}
 
 
+def catalog_document(catalog: Catalog) -> dict[str, Any]:
+    """``catalog`` as a toolsift-form document: its groups' descriptions (when any), then its tools."""
+    groups = {"groups": dict(catalog.group_descriptions)} if catalog.group_descriptions else {}
+    return {**groups, "tools": catalog.to_records()}
+
+
+def save_catalog(catalog: Catalog, path: str | Path) -> list[str]:
+    """Write ``catalog`` as ``.json`` (``{"groups", "tools"}``), ``.yaml`` or ``.jsonl`` (one tool
+    a line; a groups section has no place there: said in the notes returned)."""
+    target = Path(path)
+    suffix = target.suffix.lower()
+    document = catalog_document(catalog)
+    if suffix in (".jsonl", ".ndjson"):
+        target.write_bytes(b"".join(orjson.dumps(record) + b"\n" for record in document["tools"]))
+        return (
+            ["the groups' descriptions are not in a .jsonl catalog: write .json or .yaml to keep them"]
+            if (catalog.group_descriptions)
+            else []
+        )
+    if suffix in (".yaml", ".yml"):
+        target.write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    elif suffix == ".json":
+        target.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
+    else:
+        raise CatalogError(
+            f"unsupported file type '{suffix or '(none)'}'", source=str(target), fix="Use .json, .jsonl or .yaml"
+        )
+    return []
+
+
 def read_document(path: str | Path, what: str, error: type[InputFileError] = CatalogError) -> tuple[Any, str]:
     """A YAML or JSON settings file (``.json`` is JSON, anything else YAML), and its name for
     error messages; ``what`` names the file in the fix ("MCP servers file", "tenants file") and

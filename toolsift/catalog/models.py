@@ -61,7 +61,18 @@ class Tool(BaseModel):
     """The group the tool belongs to (one job, one service: an MCP server's tools are grouped by
     server). Rules name it as the tag ``group:<name>``; OpenAI's deferred loading can send each
     group as a namespace."""
+    extensions: dict[str, Any] = Field(default_factory=dict)
+    """``x-`` fields a source carried (an OpenAPI operation's): kept for the catalog's owner,
+    never sent to a model."""
     source: str | None = None
+
+    @field_validator("extensions")
+    @classmethod
+    def _check_extensions(cls, extensions: dict[str, Any]) -> dict[str, Any]:
+        wrong = [key for key in extensions if not key.startswith("x-")]
+        if wrong:
+            raise ValueError(f"extension keys start with 'x-': {', '.join(wrong[:3])}")
+        return extensions
 
     @field_validator("name")
     @classmethod
