@@ -252,7 +252,9 @@ def test_every_part_of_the_page_works_at_desktop_and_phone_widths(served: str, v
         assert set(page.locator("#catalog-table tr.tool-row td:first-child").all_inner_texts()) <= email_tools
         page.locator("#catalog-table .tool-link", has_text="send_email").click()
         expect(page.locator("#tool-name")).to_have_text("send_email")
-        assert page.locator("#tool-formats .format-tab").count() == 5
+        from toolsift.wire import OUTPUT_FORMATS
+
+        assert page.locator("#tool-formats .format-tab").count() == len(OUTPUT_FORMATS)  # one tab per format
         assert all(int(t) > 10 for t in page.locator("#tool-formats .tokens").all_inner_texts())
         page.click("#tool-formats .format-tab[data-format=anthropic]")
         expect(page.locator("#tool-definition")).to_contain_text("input_schema")
