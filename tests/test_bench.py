@@ -527,3 +527,19 @@ def test_perf_curation_measures_routing_idle_and_under_curation(tmp_path: Path) 
     assert document["p95_ratio"] == round(document["under_curation_ms"]["p95"] / document["idle_ms"]["p95"], 2)
     assert document["under_warm_curation_ms"]["p95"] > 0
     assert "under curation, warm" in result.output
+
+
+@pytest.mark.parametrize("command", ["bench", "abstention-bench", "sessions-bench", "security-bench"])
+def test_a_missing_datasets_folder_says_how_to_get_data_without_a_traceback(command: str, tmp_path: Path) -> None:
+    missing = tmp_path / "shared" / "datasets"
+    done = CliRunner().invoke(main, [command, "--datasets", str(missing)])
+    assert done.exit_code == 2 and done.exception is not None and isinstance(done.exception, SystemExit)
+    assert f"no folder at {missing}" in done.output and "tools.jsonl" in done.output
+    assert "benchmarks/README.md" in done.output and "Traceback" not in done.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = CliRunner().invoke(main, [command, "--datasets", str(empty)])
+    assert done.exit_code == 2 and f"no dataset folder under {empty}" in done.output
+    if command != "security-bench":
+        done = CliRunner().invoke(main, [command, "--dataset", str(empty)])
+        assert done.exit_code == 2 and "is not a dataset (no tools.jsonl or queries.jsonl there)" in done.output

@@ -139,3 +139,72 @@ def test_the_readme_loops_are_the_ones_the_tests_run() -> None:
             line = re.sub(r"\s*# type: ignore\[[a-z-]+\]", "", line).strip()
             line = re.sub(r"^(\w+): [^=]+ = ", r"\1 = ", line)  # the test's annotations
             assert line in readme, f"README.md lacks this line of the tested loop: {line}"
+
+
+def blocks(section: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", section, re.S)
+
+
+def test_the_quickstart_runs_against_the_bundled_catalog(bundled_index: Path) -> None:
+    """Every snippet of the README's Quickstart, as a new user copies it, against `toolsift
+    serve` over the bundled catalog (the address and index folder swapped for the test's)."""
+    import contextlib
+    import io
+    import subprocess
+    import sys
+
+    from toolsift import load_catalog
+    from toolsift.settings import BUNDLED_CATALOG
+
+    from conftest import free_port, wait_until_serving
+
+    section = README[README.index("## Quickstart") : README.index("## Install only what you use")]
+    assert 40 <= len(section.splitlines()) <= 70  # about 60 lines
+    port = free_port()
+    command = [sys.executable, "-m", "toolsift", "serve", "--index", str(bundled_index), "--port", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until_serving(f"http://127.0.0.1:{port}", process)
+        [shell] = blocks(section, "sh")
+        done = subprocess.run(["bash", "-c", shell.replace("localhost:8000", f"127.0.0.1:{port}")],
+                              capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+        body = json.loads(done.stdout)
+        assert len(body["tools"]) == 3 and body["matches"][0]["name"] == "get_weather_forecast"
+        printed = io.StringIO()
+        for snippet in blocks(section, "python"):
+            code = snippet.replace("http://127.0.0.1:8000", f"http://127.0.0.1:{port}")
+            names: dict[str, Any] = {}
+            with contextlib.redirect_stdout(printed):
+                exec(code.replace('"var/index"', repr(str(bundled_index))), names)  # noqa: S102 - the README's own code
+            if "toolsift" in names:
+                names["toolsift"].close()  # a program's exit would
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    weather, schema, abstained, mail, money = printed.getvalue().splitlines()
+    assert weather.startswith("['get_weather_forecast'") and schema.startswith("{")
+    assert abstained.startswith("True no tool is likely enough")
+    catalog = load_catalog(BUNDLED_CATALOG)
+    mailed = eval(mail)  # noqa: S307 - a printed list of names
+    assert mailed and all("email" in catalog.get(n).tags and catalog.get(n).annotations.read_only for n in mailed)  # type: ignore[union-attr]
+    assert money.startswith("['get_exchange_rate'")
+
+
+def test_the_python_and_tenants_examples_name_what_the_bundled_catalog_has(bundled_index: Path, tmp_path: Path) -> None:
+    from toolsift import load_catalog
+    from toolsift.catalog.loader import load_yaml
+    from toolsift.settings import BUNDLED_CATALOG
+
+    [snippet] = blocks(README[README.index("## Python") : README.index("## Catalogs")], "python")
+    code = snippet.replace('"toolsift/data/default_catalog.yaml"', repr(str(BUNDLED_CATALOG)))
+    code = code.replace('"var/index"', repr(str(tmp_path / "index")))
+    names: dict[str, Any] = {}
+    exec(code, names)  # noqa: S102 - the README's own code
+    assert names["result"].names[0] == "refund_payment" and names["delivered"].session.prefix_changed is False
+    sent = [definition["function"]["name"] for definition in names["delivered"].definitions()]
+    assert "track_order" in names["delivered"].session.appended and sent[-1] != "refund_payment"  # appended, after
+    tenants = README[README.index("  tenants:\n") :].split("```", 1)[0]
+    spec = load_yaml(re.sub(r"(?m)^  ", "", tenants))["tenants"]["acme"]
+    catalog = load_catalog(BUNDLED_CATALOG)
+    assert set(spec["tools"]) <= set(catalog.names)
+    assert {*spec["tags"]["any"], *spec["tags"]["exclude"]} <= set(catalog.tags)

@@ -45,10 +45,35 @@ def dataset_folders(function: Command) -> Command:
     )
     @functools.wraps(function)
     def with_folders(*args: Any, dataset_dirs: tuple[Path, ...], datasets_root: Path | None, **kwargs: Any) -> Any:
-        folders = list(dataset_dirs) + (find_datasets(datasets_root) if datasets_root else [])
+        folders = [checked_dataset(folder) for folder in dataset_dirs]
+        folders += datasets_under(datasets_root) if datasets_root else []
         return function(*args, folders=folders, **kwargs)
 
     return with_folders  # type: ignore[return-value]
+
+
+DATA_HELP = (
+    'A dataset is a folder holding tools.jsonl (a catalog) and queries.jsonl ({"query", "relevant": '
+    "[tool names]} a line); benchmarks/README.md says where the shared ones come from and how to make yours"
+)
+
+
+def checked_dataset(folder: Path) -> Path:
+    """``folder`` when it holds a dataset; else a usage error saying what one is."""
+    missing = [name for name in ("tools.jsonl", "queries.jsonl") if not (folder / name).is_file()]
+    if missing:
+        raise click.UsageError(f"{folder} is not a dataset (no {' or '.join(missing)} there). {DATA_HELP}")
+    return folder
+
+
+def datasets_under(root: Path) -> list[Path]:
+    """The dataset folders under ``root``; a usage error when there is none."""
+    if not root.is_dir():
+        raise click.UsageError(f"no folder at {root}. {DATA_HELP}")
+    found = find_datasets(root)
+    if not found:
+        raise click.UsageError(f"no dataset folder under {root}. {DATA_HELP}")
+    return found
 
 
 model_option = click.option("--model", help="Embedding model [default: auto, chosen per catalog].")
@@ -543,9 +568,7 @@ def security_bench(
 
     paths = list(catalogs)
     if datasets_root is not None:
-        paths += sorted(
-            folder / "tools.jsonl" for folder in datasets_root.iterdir() if (folder / "tools.jsonl").exists()
-        )
+        paths += sorted(folder / "tools.jsonl" for folder in datasets_under(datasets_root))
     document = run_security(sets_folder, paths, click.echo)
     document["command"] = command_line("security-bench")
     click.echo(security_table(document))
