@@ -175,7 +175,7 @@ def test_lint_command_flags_the_model_and_reads_the_weight_from_the_environment(
     )
     assert "english-model-on-non-latin-catalog" not in {f["code"] for f in json.loads(raised.output)["findings"]}
     text = runner.invoke(main, ["lint", str(catalog)], env={"TOOLSIFT_MODEL": "all-MiniLM-L6-v2"})
-    assert "english-model-on-non-latin-catalog  the catalog: the index uses all-MiniLM-L6-v2" in text.output
+    assert "english-model-on-non-latin-catalog (1)\n  the catalog: the index uses all-MiniLM-L6-v2" in text.output
 
 
 @pytest.mark.model
@@ -230,3 +230,59 @@ def test_confusable_pairs_are_few_on_an_e5_catalog() -> None:
     assert router.embedder.name == "multilingual-e5-small"
     pairs = [f for f in lint_catalog(catalog, router, count_tokens=len).findings if f.code == "confusable-pair"]
     assert len(pairs) <= 0.05 * len(catalog) * (len(catalog) - 1) / 2
+
+
+def test_confusable_tools_come_as_one_cluster_not_one_finding_per_pair() -> None:
+    from toolsift.curation.lint import visible_findings
+    from toolsift.embeddings import HashingEmbedder
+    from toolsift.router import Scope
+
+    same = "Send an email message to a recipient with a subject and a body."
+    tools = [
+        {"name": "send_email", "description": same},
+        {"name": "send_mail", "description": same},
+        {"name": "email_send", "description": same},
+        {"name": "mail_send", "description": same},
+        {"name": "get_weather", "description": "Current weather for a city."},
+        {"name": "get_weather_now", "description": "Current weather for a city."},
+        *({"name": f"tool_{word}", "description": f"Does {word} things only."} for word in
+          ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet")),
+    ]  # fmt: skip
+    catalog = parse_catalog(tools, source="twins")
+    router = Router.build(catalog, HashingEmbedder(256))
+    findings = lint_catalog(catalog, router, count_tokens=len).findings
+    clusters = [f for f in findings if f.code == "confusable-cluster"]
+    pairs = [f for f in findings if f.code == "confusable-pair"]
+    assert [set(f.tools) for f in clusters] == [{"send_email", "send_mail", "email_send", "mail_send"}]
+    assert len(clusters[0].details["pairs"]) == 6 and "4 tools read alike" in clusters[0].message
+    assert [set(f.tools) for f in pairs] == [{"get_weather", "get_weather_now"}]
+    tenant = Scope.of(catalog, np.asarray([0, 1, 4, 5]))  # half the cluster: it is not theirs to read
+    assert {f.code for f in visible_findings(findings, tenant)} & {"confusable-cluster"} == set()
+
+
+def test_the_naming_note_never_suggests_a_rename_that_changes_the_meaning() -> None:
+    catalog = parse_catalog(
+        [
+            {"name": "stripe_create_refund", "description": "Refund a Stripe charge, fully or in part."},
+            {"name": "gh_list_issues", "description": "List the issues of a GitHub repository."},
+            {"name": "invoice", "description": "Invoices."},
+        ]  # fmt: skip
+    )
+    notes = [f for f in lint_catalog(catalog, count_tokens=len).findings if f.code == "name-not-verb-noun"]
+    assert [f.tools for f in notes] == [("invoice",)]
+    assert "get_" not in notes[0].suggestion and "invoice" not in notes[0].suggestion
+
+
+def test_lint_prints_each_check_once_with_its_first_findings_and_folds_the_notes(tmp_path: Path) -> None:
+    from toolsift.cli import FINDINGS_PER_CHECK
+
+    tools = [{"name": f"thing{i}", "description": "Short."} for i in range(FINDINGS_PER_CHECK + 5)]
+    catalog = tmp_path / "many.json"
+    catalog.write_text(json.dumps(tools))
+    text = CliRunner().invoke(main, ["lint", str(catalog), "--no-embeddings"]).output
+    assert text.count("warning  short-description (15)") == 1 and text.count("fix: ") == FINDINGS_PER_CHECK
+    assert "... and 5 more (--all, or --json)" in text and "name-not-verb-noun" not in text.split("notes:")[0]
+    assert "notes: " in text and "--all shows them" in text
+    every = CliRunner().invoke(main, ["lint", str(catalog), "--no-embeddings", "--all"]).output
+    counts = json.loads(CliRunner().invoke(main, ["lint", str(catalog), "--no-embeddings", "--json"]).output)["counts"]
+    assert every.count("fix: ") == sum(counts.values())  # every finding, notes included

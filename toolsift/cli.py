@@ -4,11 +4,15 @@ commands live in ``toolsift.bench.cli`` and are added to this group."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
+
+if TYPE_CHECKING:
+    from toolsift.curation.lint import Finding
 
 from toolsift._version import __version__
 from toolsift.bench.cli import COMMANDS as BENCH_COMMANDS
@@ -512,6 +516,7 @@ def mcp_command(
     help="Exit 1 when a finding is this severe or worse.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--all", "show_all", is_flag=True, help="Print every finding: notes too, and every one of a check.")
 @dialect_option
 def lint(
     catalog: Path,
@@ -521,6 +526,7 @@ def lint(
     no_embeddings: bool,
     fail_on: str,
     as_json: bool,
+    show_all: bool,
     dialect: str,
 ) -> None:
     """Find what makes CATALOG's tools hard to route or costly to send, each with a fix."""
@@ -542,11 +548,7 @@ def lint(
     if as_json:
         sys.stdout.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        for finding in report.findings:
-            click.echo(
-                f"{finding.severity:<7}  {finding.code:<30}  {', '.join(finding.tools) or 'the catalog'}: {finding.message}"
-            )
-            click.echo(f"{'':<9}{'':<32}fix: {finding.suggestion}")
+        _print_findings(report.findings, show_all)
         if report.per_tool_accuracy:
             worst = sorted(report.per_tool_accuracy.items(), key=lambda item: (item[1][f"recall@{k}"], item[0]))[:5]
             click.echo(
@@ -564,6 +566,31 @@ def lint(
         )
     if report.fails(fail_on):  # type: ignore[arg-type]
         sys.exit(1)
+
+
+FINDINGS_PER_CHECK = 10
+
+
+def _print_findings(findings: Sequence[Finding], show_all: bool) -> None:
+    """Findings grouped by check, worst first: each check once, with its count, its first
+    ``FINDINGS_PER_CHECK`` findings and their fixes; notes (info) summed up in one line unless
+    ``show_all``."""
+    by_check: dict[tuple[str, str], list[Finding]] = {}
+    for finding in findings:
+        by_check.setdefault((finding.severity, finding.code), []).append(finding)
+    notes = {code: len(found) for (severity, code), found in by_check.items() if severity == "info"}
+    for (severity, code), found in by_check.items():
+        if severity == "info" and not show_all:
+            continue
+        click.echo(f"{severity:<7}  {code} ({len(found)})")
+        for finding in found if show_all else found[:FINDINGS_PER_CHECK]:
+            click.echo(f"  {', '.join(finding.tools[:12]) or 'the catalog'}: {finding.message}")
+            click.echo(f"    fix: {finding.suggestion}")
+        if not show_all and len(found) > FINDINGS_PER_CHECK:
+            click.echo(f"  ... and {len(found) - FINDINGS_PER_CHECK} more (--all, or --json)")
+    if notes and not show_all:
+        listed = ", ".join(f"{code} {count}" for code, count in notes.items())
+        click.echo(f"notes: {sum(notes.values())} ({listed}); --all shows them")
 
 
 @main.command()

@@ -9,14 +9,14 @@ accuracy come from routing every query.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import orjson
 
-from toolsift.catalog import Catalog
+from toolsift.catalog import Catalog, Tool
 from toolsift.catalog.names import PROVIDER_NAME_RULE, fits_providers, wire_name
 from toolsift.catalog.security import scan_catalog
 from toolsift.embeddings import DEFAULT_MODEL, split_identifier
@@ -394,14 +394,14 @@ def check_names(catalog: Catalog) -> Iterable[Finding]:
                 f"Rename it to letters, digits, '_' and '-', at most 64 characters, e.g. '{_suggested_name(tool.name)}'",
             )
         words = key.split()
-        if len(words) < 2 or words[0] not in VERBS:
+        if len(words) < 2 or not VERBS & set(words):  # a vendor prefix (stripe_create_refund) is fine
             yield Finding(
                 "name-not-verb-noun",
                 "info",
                 (tool.name,),
-                f"'{tool.name}' does not read as verb_noun",
-                f"Name it for the action and its object, e.g. get_{words[-1] if words else 'thing'} "
-                "or search_" + (words[-1] if words else "things"),
+                f"'{tool.name}' names no action (no verb such as get, create, search in it)",
+                "Name it for what it does and to what, verb and object (as in search_orders); keep any prefix "
+                "that says whose it is",
             )
 
 
@@ -575,31 +575,76 @@ def confusable_cosine(vectors: np.ndarray, closeness: float = CONFUSABLE_CLOSENE
 
 
 def check_confusable(router: Router, closeness: float = CONFUSABLE_CLOSENESS) -> Iterable[Finding]:
-    """Pairs of tools whose embeddings are so close, for this catalog and model, that the router
-    can hardly tell them apart."""
+    """Tools whose embeddings are so close, for this catalog and model, that the router can
+    hardly tell them apart: a pair alone (``confusable-pair``), or a cluster of three or more
+    joined by such pairs (``confusable-cluster``: one finding and one fix for all of them, not
+    one per pair)."""
     catalog = router.catalog
     if len(catalog) < 2:
         return
     vectors = router.index.vectors.vectors(np.arange(len(catalog), dtype=np.int64))
     threshold = confusable_cosine(vectors, closeness)
-    for start in range(0, len(catalog), 1024):
+    average = (threshold - closeness) / (1 - closeness)
+    pairs = list(_close_pairs(vectors, threshold))
+    for members in _clusters(pairs):
+        inside = [(a, b, c) for a, b, c in pairs if a in members]
+        if len(members) == 2:
+            ((first, second, cosine),) = inside
+            yield _pair_finding(catalog[first], catalog[second], cosine, threshold, average)
+            continue
+        names = [catalog[position].name for position in sorted(members)]
+        shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        yield Finding(
+            "confusable-cluster",
+            "warning",
+            tuple(names),
+            f"{len(names)} tools read alike to the router ({len(inside)} pairs above cosine {threshold:.2f}; this "
+            f"catalog's pairs average {average:.2f}): {shown}",
+            "Merge the ones that do the same job; for the others, open each description with the case it is for "
+            "and name the tool to use instead (\"For refunds by card, use refund_card_payment\")",
+            {"pairs": [[catalog[a].name, catalog[b].name, round(c, 4)] for a, b, c in inside],
+             "threshold": round(threshold, 4)},
+        )  # fmt: skip
+
+
+def _close_pairs(vectors: np.ndarray, threshold: float) -> Iterator[tuple[int, int, float]]:
+    for start in range(0, len(vectors), 1024):
         block = vectors[start : start + 1024] @ vectors.T
         for row, column in zip(*np.nonzero(block >= threshold), strict=True):
-            first, second = start + int(row), int(column)
-            if first >= second:
-                continue
-            a, b = catalog[first], catalog[second]
-            mentions = b.name in a.description or a.name in b.description
-            yield Finding(
-                "confusable-pair",
-                "warning",
-                (a.name, b.name),
-                f"'{a.name}' and '{b.name}' are nearly the same to the router (cosine {block[row, column]:.3f}; this catalog's "
-                f"pairs average {(threshold - closeness) / (1 - closeness):.2f})",
-                "Merge them if they do the same thing; otherwise say in each description when to use it "
-                "and when to use the other" + ("" if not mentions else " (one already names the other: sharpen it)"),
-                {"similarity": round(float(block[row, column]), 4), "threshold": round(threshold, 4)},
-            )
+            if start + int(row) < int(column):
+                yield start + int(row), int(column), float(block[row, column])
+
+
+def _clusters(pairs: list[tuple[int, int, float]]) -> list[set[int]]:
+    """The tools the pairs join, as connected groups (largest first)."""
+    parent: dict[int, int] = {}
+
+    def root(node: int) -> int:
+        while parent.setdefault(node, node) != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for first, second, _ in pairs:
+        parent[root(first)] = root(second)
+    groups: dict[int, set[int]] = {}
+    for node in parent:
+        groups.setdefault(root(node), set()).add(node)
+    return sorted(groups.values(), key=lambda group: (-len(group), min(group)))
+
+
+def _pair_finding(a: Tool, b: Tool, cosine: float, threshold: float, average: float) -> Finding:
+    mentions = b.name in a.description or a.name in b.description
+    return Finding(
+        "confusable-pair",
+        "warning",
+        (a.name, b.name),
+        f"'{a.name}' and '{b.name}' are nearly the same to the router (cosine {cosine:.3f}; this catalog's "
+        f"pairs average {average:.2f})",
+        "Merge them if they do the same thing; otherwise say in each description when to use it "
+        "and when to use the other" + ("" if not mentions else " (one already names the other: sharpen it)"),
+        {"similarity": round(cosine, 4), "threshold": round(threshold, 4)},
+    )
 
 
 def check_model_language(router: Router) -> Iterable[Finding]:

@@ -74,6 +74,8 @@ def catalog_map(
     points = _projection(router.index.vectors.vectors(ids)) if len(ids) else np.zeros((0, 2))
     visible = set(names)
     pairs = [list(f.tools) for f in report.findings if f.code == "confusable-pair" and set(f.tools) <= visible]
+    pairs += [pair[:2] for f in report.findings if f.code == "confusable-cluster" for pair in f.details["pairs"]
+              if set(pair[:2]) <= visible]  # fmt: skip
     accuracy = report.per_tool_accuracy or {}
     recall = next((key for key in next(iter(accuracy.values()), {}) if key.startswith("recall@")), None)
     usage = usage or {}
