@@ -51,9 +51,12 @@ def test_page_shows_overview_findings_and_route_breakdown(served: str) -> None:
         page.goto(served + "/")
 
         expect(page.locator("#tool-count")).to_have_text("254")
+        # the bundled catalog has notes only: folded away, one click shows them
+        expect(page.locator("#findings")).to_contain_text("No errors or warnings", timeout=60_000)
+        page.click("#show-notes")
         expect(page.locator("#findings-table tr").nth(1)).to_be_visible(timeout=60_000)
         first_finding = page.locator("#findings-table tr").nth(1).locator("td").all_inner_texts()
-        assert first_finding[0] in ("error", "warning", "info") and len(first_finding[4]) > 10  # the fix
+        assert first_finding[0] == "info" and len(first_finding[4]) > 10  # the fix
         page.select_option("#severity", "info")  # the page asks the server for that severity's findings
         expect(page.locator("#findings")).to_have_attribute("data-severity", "info", timeout=60_000)
         severities = page.locator("#findings-table td:first-child").all_inner_texts()
@@ -70,6 +73,15 @@ def test_page_shows_overview_findings_and_route_breakdown(served: str) -> None:
         last_score = float(rows.nth(2).locator("td").nth(3).inner_text())
         assert first_score >= last_score
         assert 0.0 <= float(rows.nth(0).locator("td").nth(2).inner_text()) <= 1.0  # the confidence column
+        expect(page.locator("#payload-tokens")).to_contain_text("3 tool definitions", timeout=30_000)
+        shown = int(page.locator("#payload-tokens").get_attribute("data-tokens") or 0)
+        sent = [
+            t["function"]["name"]
+            for t in httpx.post(
+                served + "/route", json={"query": "will it rain in Lisbon this weekend?", "k": 3, "format": "openai"}
+            ).json()["tools"]
+        ]
+        assert shown == sum(httpx.get(f"{served}/tools/{n}").json()["tokens"]["openai"] for n in sent) > 0
         assert page.locator("#route-table .bar").count() >= 3
 
         page.fill("#query", "x" * 9000)  # over the limit: the API's message is shown, not a crash
@@ -200,6 +212,9 @@ def test_lint_pages_and_filters_findings(tiny_router: object) -> None:
         assert only["total"] == everything["checks"][code] and {f["code"] for f in only["findings"]} == {code}
         warnings = client.get("/lint", params={"severity": "warning"}).json()
         assert warnings["total"] == everything["counts"]["warning"]
+        problems = client.get("/lint", params={"at_least": "warning", "limit": 1000}).json()
+        assert problems["total"] == everything["counts"]["error"] + everything["counts"]["warning"] > 0
+        assert {f["severity"] for f in problems["findings"]} <= {"error", "warning"}
         assert client.get("/lint", params={"limit": 5000}).status_code == 422
         assert client.get("/lint", params={"severity": "fatal"}).status_code == 422
 
@@ -256,6 +271,10 @@ def test_every_part_of_the_page_works_at_desktop_and_phone_widths(served: str, v
 
         assert page.locator("#tool-formats .format-tab").count() == len(OUTPUT_FORMATS)  # one tab per format
         assert all(int(t) > 10 for t in page.locator("#tool-formats .tokens").all_inner_texts())
+        page.select_option("#catalog-tag", "")
+        expect(page.locator("#catalog-list")).to_have_attribute("data-query", "limit=25&offset=0")
+        page.locator("#tool-view .tag-link", has_text="email").first.click()  # a tag is a filter
+        expect(page.locator("#catalog-list")).to_have_attribute("data-query", "limit=25&offset=0&tag=email")
         page.click("#tool-formats .format-tab[data-format=anthropic]")
         expect(page.locator("#tool-definition")).to_contain_text("input_schema")
         assert page.locator("#tool-neighbours li").count() == 5
@@ -332,7 +351,7 @@ def test_a_20000_tool_catalog_shows_its_first_view_fast_and_light(tmp_path: Path
             page.goto(url + "/")
             expect(page.locator("#tool-count")).to_have_text("20000", timeout=10_000)
             expect(page.locator("#catalog-table tr.tool-row")).to_have_count(25, timeout=10_000)
-            expect(page.locator("#findings-table tr").nth(1)).to_be_visible(timeout=10_000)
+            expect(page.locator("#findings")).to_have_attribute("data-severity", "problems", timeout=10_000)
             seconds = time.perf_counter() - started
             transferred = sum(sizes)
             print(
@@ -371,7 +390,7 @@ def test_the_map_carries_accuracy_and_usage_when_they_exist(tiny_router: object,
     settings = Settings(lint_queries=queries, feedback="open")
     with TestClient(create_app(tiny_router, settings=settings)) as client:  # type: ignore[arg-type]
         before = client.get("/catalog/map").json()
-        assert before["columns"] == ["name", "x", "y", "tokens", "recall@5", "feedback"]
+        assert before["columns"] == ["name", "x", "y", "tokens", "recall@5", "feedback", "group"]
         rows = {row[0]: row for row in before["tools"]}
         assert rows["send_email"][4] == 1.0 and rows["delete_file"][4] is None and rows["send_email"][5] == 0
         assert client.post("/feedback", json={"query": "mail Ana", "tool": "send_email"}).status_code == 200
@@ -509,6 +528,26 @@ def test_the_page_lists_groups_and_browses_an_untagged_catalog(tmp_path: Path) -
             assert sorted(groups) == ["", "mail", "mail"]
             page.locator("#catalog-table tr.tool-row .tool-link").first.click()
             expect(page.locator("#tool-name")).to_be_visible(timeout=30_000)
+
+            # the map: hover names a tool and its group, the wheel zooms, colours by group
+            page.click("#map-button")
+            expect(page.locator("#map-info")).to_have_attribute("data-points", "3", timeout=30_000)
+            expect(page.locator("#usage-chart")).to_be_hidden()  # no feedback: a note, not an empty box
+            points = httpx.get(url + "/catalog/map").json()["tools"]
+            name, x, y = next(row[:3] for row in points if row[6] == "mail")
+            page.locator("#map").scroll_into_view_if_needed()
+            box = page.locator("#map").bounding_box()
+            assert box is not None
+            at = (box["x"] + (x + 1.05) / 2.1 * box["width"], box["y"] + (1.05 - y) / 2.1 * box["height"])
+            page.mouse.move(*at)
+            expect(page.locator("#map-tip")).to_contain_text(f"{name} · group mail")
+            page.mouse.wheel(0, -300)
+            expect(page.locator("#map")).not_to_have_attribute("data-scale", "1")
+            assert page.locator("#map-colour").input_value() == "group"
+            page.locator("#groups-table").scroll_into_view_if_needed()
+            page.locator("#catalog-table .tag-link").first.click() if page.locator(
+                "#catalog-table .tag-link"
+            ).count() else None
             assert errors == []
             browser.close()
     finally:

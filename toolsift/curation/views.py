@@ -81,7 +81,7 @@ def catalog_map(
     usage = usage or {}
     return {
         "axes": "first two principal components of the tool vectors, scaled to [-1, 1]",
-        "columns": ["name", "x", "y", "tokens", recall or "recall", "feedback"],
+        "columns": ["name", "x", "y", "tokens", recall or "recall", "feedback", "group"],
         "tools": [
             [
                 name,
@@ -90,8 +90,9 @@ def catalog_map(
                 report.schema_tokens.get(name, 0),
                 round(accuracy[name][recall], 3) if recall and name in accuracy else None,
                 usage.get(name, 0),
+                router.catalog[int(position)].group,
             ]
-            for name, (x, y) in zip(names, points, strict=True)
+            for name, position, (x, y) in zip(names, ids.tolist(), points, strict=True)
         ],
         "pairs": pairs,
     }
@@ -112,7 +113,7 @@ def _projection(vectors: np.ndarray) -> np.ndarray:
 def with_feedback(document: dict[str, Any], usage: dict[str, int]) -> dict[str, Any]:
     """``catalog_map``'s document with its feedback column set from ``usage`` (the projection,
     the costly part, does not change with feedback)."""
-    rows = [[*row[:-1], usage.get(row[0], 0)] for row in document["tools"]]
+    rows = [[*row[:5], usage.get(row[0], 0), *row[6:]] for row in document["tools"]]
     return {**document, "tools": rows}
 
 

@@ -36,8 +36,11 @@ async def lint(
     limit: Annotated[int, Query(ge=1, le=1000, description="Findings per page")] = 100,
     severity: Annotated[Severity | None, Query(description="Only findings of this severity")] = None,
     check: Annotated[str | None, Query(max_length=64, description="Only findings of this check (its code)")] = None,
+    at_least: Annotated[
+        Severity | None, Query(description="Only findings this severe or worse (warning: errors and warnings)")
+    ] = None,
 ) -> dict[str, Any]:
-    return await state.off_the_route_path(lambda: lint_page(state, tenant, offset, limit, severity, check))
+    return await state.off_the_route_path(lambda: lint_page(state, tenant, offset, limit, severity, check, at_least))
 
 
 def lint_page(
@@ -47,14 +50,20 @@ def lint_page(
     limit: int,
     severity: Severity | None,
     check: str | None,
+    at_least: Severity | None = None,
 ) -> dict[str, Any]:
     current = state.routers.get()
     report = lint_report(state)
     scope = state.caller(tenant, current).scope
     visible = None if scope.is_everything else set(scope.names)
     findings = visible_findings(report.findings, scope)  # none about others' tools, no catalog-wide counts
+    worst = len(SEVERITIES) if at_least is None else SEVERITIES.index(at_least)
     chosen = [
-        f for f in findings if (severity is None or f.severity == severity) and (check is None or f.code == check)
+        f
+        for f in findings
+        if (severity is None or f.severity == severity)
+        and (check is None or f.code == check)
+        and SEVERITIES.index(f.severity) <= worst
     ]
     return {
         "catalog": report.catalog if visible is None else "catalog",  # a tenant never sees the server's path
