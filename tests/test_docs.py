@@ -52,6 +52,7 @@ def test_every_route_is_documented(tiny_router: Router) -> None:
         "/admin/tools",
         "/admin/tools/{name}",
         "/feedback",
+        "/admin/changes",
         "/admin/feedback",
         "/tools/{name}",
         "/catalog/map",

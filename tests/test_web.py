@@ -553,3 +553,49 @@ def test_the_page_lists_groups_and_browses_an_untagged_catalog(tmp_path: Path) -
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_the_page_shows_what_changed_since_an_earlier_catalog(tmp_path: Path) -> None:
+    if CHROMIUM is None:
+        pytest.fail("headless Chromium is needed for this test: `make browser` (apt-get install chromium)")
+    from playwright.sync_api import expect, sync_playwright
+
+    from toolsift import Router
+    from toolsift.catalog import parse_catalog
+    from toolsift.embeddings import HashingEmbedder
+
+    from conftest import TINY_TOOLS
+
+    folder = Router.build(parse_catalog(TINY_TOOLS), HashingEmbedder(64)).save(tmp_path / "index")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"id": "1", "query": "send a fax to the lawyer", "relevant": ["send_email"]}))
+    token = "admin-token-0123456789"
+    env = {**os.environ, "TOOLSIFT_ADMIN_TOKEN": token, "TOOLSIFT_LINT_QUERIES": str(queries)}
+    port = free_port()
+    command = [sys.executable, "-m", "toolsift", "serve", "--index", str(folder), "--port", str(port)]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_serving(url, process)
+        headers = {"Authorization": f"Bearer {token}"}
+        fax = {"name": "send_fax", "description": "Send a fax to a phone number, such as a lawyer's office."}
+        assert httpx.post(url + "/admin/tools", json={"tools": [fax]}, headers=headers, timeout=60).status_code == 200
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+            page = browser.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(url + "/")
+            expect(page.locator("#changes")).to_contain_text("Enter the admin token", timeout=30_000)
+            page.fill("#api-key", token)
+            page.click("#api-key-save")
+            expect(page.locator("#changes")).not_to_contain_text("Enter the admin token", timeout=30_000)
+            page.click("#changes-button", timeout=30_000)
+            expect(page.locator("#changes-summary")).to_have_text("1 added, 0 removed, 0 changed.", timeout=30_000)
+            assert page.locator("#changes-list li").all_inner_texts() == ["+ send_fax"]
+            expect(page.locator("#changes-result")).to_contain_text("of 1 labelled requests route differently")
+            assert errors == []
+            browser.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

@@ -568,6 +568,60 @@ def lint(
         sys.exit(1)
 
 
+@main.command()
+@click.argument("before", type=click.Path(path_type=Path))
+@click.argument("after", type=click.Path(path_type=Path))
+@click.option(
+    "--queries",
+    type=click.Path(path_type=Path),
+    help="Labelled requests (queries.jsonl): also say which now route differently, and whether better or worse.",
+)
+@click.option("-k", "--k", "k", type=click.IntRange(1, MAX_K), default=5, show_default=True, help="Top-K compared.")
+@click.option("--json", "as_json", is_flag=True, help="Print the changes as JSON.")
+@dialect_option
+def diff(before: Path, after: Path, queries: Path | None, k: int, as_json: bool, dialect: str) -> None:
+    """What changed from catalog BEFORE to catalog AFTER: tools added, removed and changed, and
+    (with --queries) the requests that now route differently."""
+    from toolsift.curation.changes import compare
+
+    old, new = _load_catalog(before, dialect), _load_catalog(after, dialect)
+    settings = Settings.from_env()
+    labelled: list[tuple[str, tuple[str, ...]]] = []
+    if queries is not None:
+        from toolsift.catalog.queries import load_queries
+
+        either = Catalog([*new, *(tool for tool in old if tool.name not in new)], source="both versions")
+        labelled = [(q.text, q.relevant) for q in load_queries(queries, either)]
+    old_router = Router.build(old, embedder_for(settings.model, new), cache=_open_cache(settings, False))
+    changes = compare(old_router, old_router.rebuilt(new), labelled, k)  # unchanged tools keep their vectors
+    if as_json:
+        sys.stdout.write(orjson.dumps(changes, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return
+    click.echo(f"{len(changes['added'])} added, {len(changes['removed'])} removed, {len(changes['changed'])} changed")
+    for name in changes["added"]:
+        click.echo(f"  + {name}")
+    for name in changes["removed"]:
+        click.echo(f"  - {name}")
+    for name, fields in changes["changed"].items():
+        click.echo(f"  ~ {name} ({', '.join(fields)})")
+    if queries is not None:
+        click.echo(
+            f"{len(changes['rerouted'])} of {changes['queries']} requests route differently (top {k}): "
+            f"{changes['fixed']} now find a tool they name, {changes['broken']} no longer do"
+        )
+        for entry in changes["rerouted"][:20]:
+            mark = (
+                "better"
+                if entry["hit_after"] > entry["hit_before"]
+                else "worse"
+                if entry["hit_before"] > entry["hit_after"]
+                else "moved"
+            )
+            click.echo(
+                f"  {mark}: {entry['query']!r}: {', '.join(entry['before'][:3])} -> {', '.join(entry['after'][:3])}"
+            )
+
+
 FINDINGS_PER_CHECK = 10
 
 

@@ -513,6 +513,32 @@ class ReloadResult(WireModel):
     catalog_fingerprint: str | None = None
 
 
+class CatalogVersion(WireModel):
+    fingerprint: str
+    published_at: str = Field(description="When this process started serving it")
+    tools: int
+
+
+class CatalogChanges(WireModel):
+    """``GET /admin/changes``: the versions this process served; with ``since``, what changed from
+    that one to the serving one."""
+
+    versions: list[CatalogVersion] = Field(description="Oldest first; the last is the one serving")
+    before: str | None = None
+    after: str | None = None
+    added: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    changed: dict[str, list[str]] = Field(default_factory=dict, description="Tool -> the fields that changed")
+    queries: int = Field(default=0, description="Labelled requests compared (TOOLSIFT_LINT_QUERIES)")
+    k: int = 5
+    rerouted: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Each request whose top k changed: before, after, and whether each found a tool it names",
+    )
+    fixed: int = 0
+    broken: int = 0
+
+
 class AdminStatus(WireModel):
     """``GET /admin/status``: the catalog served and, with MCP servers, each server's state."""
 

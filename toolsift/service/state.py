@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -53,6 +54,9 @@ if TYPE_CHECKING:  # imported when used: a service without MCP sources or Redis 
 logger = logging.getLogger("toolsift.service")
 CURATION_THREADS = 1
 CURATION_NICENESS = 15
+CATALOG_HISTORY = 8
+"""Catalog versions a process remembers for ``GET /admin/changes`` (the catalogs only, not their
+indexes: the older router is rebuilt from the serving one when asked, reusing its vectors)."""
 T = TypeVar("T")
 
 
@@ -62,10 +66,13 @@ class RouterHolder:
 
     def __init__(self, router: Router | None = None, book: UsageBook | None = None) -> None:
         self.book = book or UsageBook()
-        if router is not None:
-            self._ready(router)
-        self._router = router
+        self.history: deque[tuple[str, str, Catalog]] = deque(maxlen=CATALOG_HISTORY)
+        """The catalogs held, oldest first (fingerprint, when first held, catalog): what
+        ``GET /admin/changes`` compares the serving one with."""
+        self._router: Router | None = None
         self._lock = threading.Lock()
+        if router is not None:
+            self.set(router)
 
     def get(self) -> Router:
         router = self._router
@@ -81,6 +88,10 @@ class RouterHolder:
         self._ready(router)
         with self._lock:
             self._router = router
+            if not self.history or self.history[-1][0] != router.catalog.fingerprint:
+                self.history.append(
+                    (router.catalog.fingerprint, datetime.now(UTC).isoformat(timespec="seconds"), router.catalog)
+                )
 
     def _ready(self, router: Router) -> None:
         """Before it serves: its example views and its confidence calibration are ready, so no
@@ -134,9 +145,9 @@ class ServiceState:
     """The threads curation views (lint, tool pages, the map) run on: never the route's, and at a
     lower CPU priority, so a long lint report leaves the cores to routing first."""
     operator_scopes: LRUCache[str, Scope] = field(default_factory=lambda: LRUCache(2))
+    """What the operator's rules let through, by catalog fingerprint."""
     feedback_times: LRUCache[str, deque[float]] = field(default_factory=lambda: LRUCache(100_000))
     """When each contributor last sent feedback (the last minute's), for TOOLSIFT_FEEDBACK_RATE."""
-    """What the operator's rules let through, by catalog fingerprint."""
     cache_lock: threading.Lock = field(default_factory=threading.Lock)
     """Guards ``deferred_payloads`` and ``catalog_maps`` (requests run in worker threads)."""
 

@@ -8,12 +8,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 
 from toolsift.catalog import Catalog, parse_catalog
-from toolsift.errors import NotAGateway, ToolNotFound
+from toolsift.curation.changes import compare
+from toolsift.errors import InvalidQuery, NotAGateway, ToolNotFound
 from toolsift.service.catalog_updates import change_catalog, reload_index_folder
 from toolsift.service.dependencies import State, require_admin
 from toolsift.service.schemas import AdminChange, AdminStatus, FeedbackReset, FeedbackSummary, ReloadResult, ToolsIn
 from toolsift.service.tune_runs import start_tune, tune_status
-from toolsift.wire import ApproveRequest, ApproveResult, TuneRequest
+from toolsift.wire import ApproveRequest, ApproveResult, CatalogChanges, TuneRequest
 
 logger = logging.getLogger("toolsift.service")
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
@@ -44,6 +45,37 @@ async def delete_tool(name: str, state: State) -> dict[str, Any]:
         return catalog.with_tools(tool for tool in catalog if tool.name != name_in_catalog)
 
     return await change_catalog(state, apply)
+
+
+@router.get(
+    "/changes", summary="What changed since a catalog this server served (admin token)", response_model=CatalogChanges
+)
+async def changes(
+    state: State,
+    since: Annotated[
+        str | None, Query(max_length=80, description="The fingerprint (or its start) of an earlier version")
+    ] = None,
+) -> dict[str, Any]:
+    """The catalog versions this process served (the last eight); with ``since``: the tools
+    added, removed and changed from that version to the serving one, and the labelled requests
+    (``TOOLSIFT_LINT_QUERIES``) that now route differently. The earlier router is rebuilt from the
+    serving one (unchanged tools keep their vectors), off the route path."""
+    history = list(state.routers.history)
+    versions: list[dict[str, Any]] = [{"fingerprint": f, "published_at": at, "tools": len(c)} for f, at, c in history]
+    if since is None:
+        return {"versions": versions}
+    found = [catalog for fingerprint, _, catalog in history if fingerprint.startswith(since)]
+    if len(found) != 1:
+        listed = ", ".join(v["fingerprint"][:19] for v in versions)
+        raise InvalidQuery(
+            "since", f"names {'no' if not found else 'more than one'} version this server served ({listed})"
+        )
+    current = state.routers.get()
+
+    def compared() -> dict[str, Any]:
+        return compare(current.rebuilt(found[0]), current, state.labelled_queries(current))
+
+    return {"versions": versions, **await state.off_the_route_path(compared)}
 
 
 @router.get("/feedback", summary="What routing learned from feedback (admin token)", response_model=FeedbackSummary)
