@@ -330,3 +330,15 @@ def test_bench_groups_a_dataset_by_a_tag_and_reports_groups_against_flat(tmp_pat
 
     section = _other_section(str(out))
     assert section.startswith("## Groups in the ranking (tiny)") and "| tiny | 5 |" in section
+
+
+def test_plain_tags_group_and_examples_on_provider_entries_are_kept_too() -> None:
+    entries = [
+        {"type": "function", "function": {"name": "a", "description": "A."}, "tags": ["t"], "group": "g"},
+        {"type": "function", "function": {"name": "b", "description": "B.", "tags": ["u"], "examples": ["do b"]}},
+        {"name": "c", "description": "C.", "input_schema": {"type": "object"}, "tags": ["v"], "examples": ["do c"]},
+    ]
+    catalog = parse_catalog(entries)
+    assert [(t.tags, t.group, t.examples) for t in catalog] == [
+        (("t",), "g", ()), (("u",), None, ("do b",)), (("v",), None, ("do c",)),
+    ]  # fmt: skip

@@ -275,11 +275,15 @@ MCP_GROUP_KEY = "toolsift/group"
 
 
 def _extension(entry: Mapping[str, Any], field: str) -> Any:
-    """An ``x-`` field of a provider-format entry: on the entry, or on its ``function``."""
+    """An ``x-`` field of a provider-format entry (or the same without ``x-``: ``tags``, as many
+    files write it): on the entry, or on its ``function``."""
     function = entry.get("function")
-    if isinstance(function, Mapping) and field in function:
-        return function[field]
-    return entry.get(field)
+    for key in (field, field.removeprefix("x-")):
+        if isinstance(function, Mapping) and key in function:
+            return function[key]
+        if key in entry:
+            return entry[key]
+    return None
 
 
 def _from_toolsift(entry: Mapping[str, Any], source: str, where: str) -> dict[str, Any]:
@@ -305,9 +309,9 @@ def _from_anthropic(entry: Mapping[str, Any], source: str, where: str) -> dict[s
         "name": entry.get("name"),
         "description": entry.get("description", ""),
         "parameters": entry.get("input_schema") or {},
-        "examples": entry.get(EXAMPLES_FIELD),
-        "tags": entry.get(TAGS_FIELD),
-        "group": entry.get(GROUP_FIELD),
+        "examples": _extension(entry, EXAMPLES_FIELD),
+        "tags": _extension(entry, TAGS_FIELD),
+        "group": _extension(entry, GROUP_FIELD),
     }
 
 
