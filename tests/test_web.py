@@ -599,3 +599,47 @@ def test_the_page_shows_what_changed_since_an_earlier_catalog(tmp_path: Path) ->
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_an_untagged_2000_tool_catalog_works_at_both_widths(tmp_path: Path, viewport: dict[str, int]) -> None:
+    """What most OpenAI and Anthropic files are: no tags, no groups. Every part of the page
+    works (overview, catalog, a tool, findings, a query, the map) without a console error and
+    without scrolling sideways."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from toolsift.bench.synthetic import synthetic_catalog
+    from toolsift.catalog import Catalog
+    from toolsift.embeddings import HashingEmbedder
+    from toolsift.router import Router
+
+    tools = [tool.model_copy(update={"tags": ()}) for tool in synthetic_catalog(2_000)]
+    folder = Router.build(Catalog(tools, source="untagged"), HashingEmbedder(64)).save(tmp_path / "index")
+    port = free_port()
+    command = [sys.executable, "-m", "toolsift", "serve", "--index", str(folder), "--port", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_serving(url, process)
+        with sync_playwright() as playwright:
+            browser, page, errors = browser_page(playwright, viewport)
+            page.goto(url + "/")
+            expect(page.locator("#tool-count")).to_have_text("2000", timeout=30_000)
+            expect(page.locator("#tags")).to_contain_text("No tags")
+            expect(page.locator("#catalog-table tr.tool-row")).to_have_count(25, timeout=30_000)
+            page.locator("#catalog-table .tool-link").first.click()
+            expect(page.locator("#tool-name")).to_be_visible(timeout=30_000)
+            expect(page.locator("#findings")).to_have_attribute("data-severity", "problems", timeout=60_000)
+            page.fill("#query", tools[7].description)
+            page.click("#route-button")
+            expect(page.locator("#payload-tokens")).to_contain_text("tool definitions", timeout=30_000)
+            page.click("#map-button")
+            expect(page.locator("#map-info")).to_have_attribute("data-points", "2000", timeout=60_000)
+            wide = page.evaluate("[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1).slice(0, 5).map(e => e.tagName + '#' + e.id + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))")
+            assert no_sideways_scroll(page), f"the page scrolls sideways at this width: {wide}"
+            assert errors == []
+            browser.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
