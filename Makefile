@@ -98,7 +98,7 @@ clean:
 
 DATASETS ?= ../shared/datasets
 
-bench: install services mcp-servers
+bench: install services mcp-servers openapi-specs
 	$(BIN)/toolsift bench --datasets $(DATASETS) --json benchmarks/results/accuracy.json --report benchmarks/report
 	$(BIN)/toolsift bench --dataset $(DATASETS)/functionchat_ko --model all-MiniLM-L6-v2 --json benchmarks/results/accuracy-minilm-ko.json
 	$(BIN)/toolsift bench --datasets $(DATASETS) --model all-MiniLM-L6-v2+multilingual-e5-small --limit 3000 \
@@ -122,8 +122,10 @@ bench: install services mcp-servers
 	$(BIN)/toolsift perf --gateway benchmarks/gateway-servers.json --catalog toolsift/data/default_catalog.yaml --calls 1000 \
 		--json benchmarks/results/gateway.json
 	$(BIN)/toolsift perf --curation --sizes 20000 --requests 400 --clients 20 --json benchmarks/results/curation-load.json
+	$(BIN)/toolsift import openapi $(OPENAPI_SPECS)/node_modules/@octokit/openapi/generated/api.github.com.json \
+		--out var/github.json
 	$(BIN)/toolsift security-bench --datasets $(DATASETS) --catalog toolsift/data/default_catalog.yaml \
-		--json benchmarks/results/security.json
+		--catalog var/github.json --json benchmarks/results/security.json
 	$(BIN)/toolsift bench --dataset $(DATASETS)/apibench --group-by-tag 1 --json benchmarks/results/groups-apibench.json \
 		--methods toolsift,toolsift-groups-0.25,toolsift-groups-0.5,toolsift-groups-1
 	$(BIN)/toolsift bench --dataset $(DATASETS)/sealtools --group-by-tag 0 --json benchmarks/results/groups-sealtools.json \

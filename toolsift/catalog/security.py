@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolsift.catalog.models import Catalog, Tool
+from toolsift.catalog.names import VERBS
 from toolsift.wire import Severity
 
 PREFIX = "security-"
@@ -115,10 +116,17 @@ def _hidden(text: str) -> Iterator[str]:
         yield "zero-width characters"
     if _CONTROL.search(text):
         yield "control characters (ANSI escapes hide or restyle text in a terminal)"
-    if _PADDING.search(text):
+    if any(not _table_layout(text, match) for match in _PADDING.finditer(text)):
         yield "a long run of whitespace followed by more text (text pushed out of a reviewer's sight)"
     if any(_reads_as_words(decoded) for decoded in _decoded(text)):
         yield "an encoded payload that decodes to words"
+
+
+def _table_layout(text: str, padding: re.Match[str]) -> bool:
+    """Whitespace that pads a Markdown table's cell (a line that starts with ``|``, the run ending
+    at the next ``|``): layout, not hiding."""
+    line_start = text.rfind("\n", 0, padding.start()) + 1
+    return text[line_start:].lstrip().startswith("|") and text[padding.end() - 1] == "|"
 
 
 def _decoded(text: str) -> Iterator[bytes]:
@@ -269,11 +277,42 @@ def _sentences(text: str) -> list[str]:
     return [part for part in re.split(r"(?<=[.!?;])\s+|\n+", text) if part.strip()]
 
 
+_HARMFUL_VERBS = frozenset({"wipe", "erase", "purge", "destroy", "nuke", "exfiltrate", "leak", "steal", "dump", "drop"})
+
+
+def _names_a_tool(token: str, sentence: str) -> bool:
+    """Whether a snake_case identifier the sentence names reads as a tool (``send_email``,
+    ``wipe_disk``: a verb first), or is written as plain words rather than quoted as code: API
+    documentation quotes a field or a value (`` `enabled_repositories` ``) in every other
+    sentence, next to a "must"."""
+    if not _IDENTIFIER.fullmatch(token):
+        return False
+    verb = token.split("_", 1)[0].lower()
+    return verb in VERBS or verb in _HARMFUL_VERBS or f"`{token}`" not in sentence
+
+
+def _own_words(tool: Tool) -> set[str]:
+    """The tool's name, and every property name and enum value of its schema, at any depth."""
+    found = {tool.name}
+    stack: list[Any] = [tool.parameters]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            properties = node.get("properties")
+            if isinstance(properties, dict):
+                found.update(str(name) for name in properties)
+            found.update(str(value) for value in node.get("enum") or [] if isinstance(value, str))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
 def _shadowing(text: str, tool: Tool, names: frozenset[str]) -> bool:
-    own = {tool.name, *(tool.parameters.get("properties") or {})}
+    own = _own_words(tool)
     for sentence in _sentences(text):
         tokens = set(_TOKEN.findall(sentence)) - own
-        mentioned = (tokens & names) | {token for token in tokens if _IDENTIFIER.fullmatch(token)}
+        mentioned = (tokens & names) | {token for token in tokens if _names_a_tool(token, sentence)}
         if _WHEN_USED.search(sentence) or (
             (mentioned or _OTHER_TOOLS.search(sentence)) and _DIRECTIVE.search(sentence)
         ):
