@@ -134,6 +134,7 @@ def main() -> None:
     help="Also take the tools the MCP servers in this file list now (a snapshot; `serve --mcp-servers` follows changes).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--keep-flagged", is_flag=True, help="Index the tools the security-* screen finds poisoned too.")
 def build(
     catalog: Path | None,
     out: Path | None,
@@ -143,6 +144,7 @@ def build(
     mcp_servers: Path | None,
     no_cache: bool,
     quiet: bool,
+    keep_flagged: bool,
 ) -> None:
     """Embed CATALOG (default: the bundled catalog, or none with --mcp-servers) and save a searchable index folder."""
     settings = Settings.from_env(None, index_path=out, model=model, index_kind=kind)
@@ -157,6 +159,9 @@ def build(
             click.echo(f"skipped: {problem}", err=True)
     else:
         tools = _load_catalog(catalog, dialect)
+    source = tools.fingerprint
+    if not keep_flagged:
+        tools = _screened(tools)
     embedder = embedder_for(settings.model, tools, lazy=True, backend=settings.backend)  # loaded only if needed
     router = Router.build(
         tools,
@@ -164,6 +169,7 @@ def build(
         kind=settings.index_kind,
         cache=_open_cache(settings, no_cache),
         progress=not quiet,
+        source=source,
     )
     router.save(settings.index_path)
     stats = router.last_build
@@ -358,6 +364,21 @@ def serve(
     )
 
 
+def _screened(tools: Catalog) -> Catalog:
+    """``tools`` without the definitions the ``security-*`` screen finds poisoned, each named on
+    standard error (a poisoned definition never reaches a model); refused when none is left."""
+    from toolsift.catalog.security import without_poisoned
+
+    kept, withheld = without_poisoned(tools)
+    for name, problems in withheld.items():
+        click.echo(f"withheld '{name}' (its definition looks poisoned): {'; '.join(problems)}", err=True)
+    if withheld:
+        click.echo(f"{len(withheld)} tools withheld; `toolsift lint` says why; --keep-flagged indexes them", err=True)
+    if not len(kept):
+        raise click.ClickException("every tool of the catalog looks poisoned: nothing to index (toolsift lint)")
+    return kept
+
+
 def _index_of(catalog: Path, settings: Settings) -> None:
     """Make the index folder serve ``catalog``: build it when there is none; keep it when it was
     built from this catalog (admin edits and tunes since included); rebuild it when it was built
@@ -366,21 +387,22 @@ def _index_of(catalog: Path, settings: Settings) -> None:
     tools = _load_catalog(catalog, "auto")
     manifest = Manifest.read(settings.index_path)
     if manifest is not None and tools.fingerprint in (manifest.catalog_fingerprint, manifest.built_from):
-        if manifest.catalog_fingerprint != tools.fingerprint:
+        if manifest.holds_edits:
             click.echo(f"serving {settings.index_path}: built from {catalog}, with the edits made since", err=True)
         return
-    if manifest is not None and manifest.catalog_fingerprint != manifest.built_from:
+    if manifest is not None and manifest.holds_edits:
         raise click.ClickException(
             f"{settings.index_path} was built from another catalog than {catalog} and holds edits made since "
             f"(POST /admin/tools); serve it without --catalog to keep them, or replace it: toolsift build "
             f"{catalog} --out {settings.index_path}"
         )
-    embedder = embedder_for(settings.model, tools)
+    served = _screened(tools)
+    embedder = embedder_for(settings.model, served)
     cache = _open_cache(settings, False)
     if manifest is not None and manifest.model == embedder.name:  # the unchanged tools keep their vectors
-        router = Router.load(settings.index_path).rebuilt(tools, cache=cache, source=tools.fingerprint)
+        router = Router.load(settings.index_path).rebuilt(served, cache=cache, source=tools.fingerprint)
     else:
-        router = Router.build(tools, embedder, cache=cache)
+        router = Router.build(served, embedder, cache=cache, source=tools.fingerprint)
     router.save(settings.index_path)
     what = "rebuilt from" if manifest is not None else "built from"
     click.echo(f"{settings.index_path}: {what} {catalog} ({len(tools)} tools, {tools.fingerprint[:19]}…)", err=True)

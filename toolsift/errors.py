@@ -17,7 +17,7 @@ The classes know nothing of HTTP: the service maps each to a status code
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from difflib import get_close_matches
 
 
@@ -253,6 +253,19 @@ class Unauthorized(ToolsiftError):
 
     def __init__(self) -> None:
         super().__init__("missing or wrong admin token: send 'Authorization: Bearer <TOOLSIFT_ADMIN_TOKEN>'")
+
+
+class PoisonedTools(ToolsiftError):
+    """Tool definitions the ``security-*`` screen finds poisoned were sent to the catalog."""
+
+    def __init__(self, found: Mapping[str, Sequence[str]]) -> None:
+        self.found = dict(found)
+        listed = "; ".join(f"'{name}': {', '.join(problems)}" for name, problems in list(found.items())[:5])
+        super().__init__(
+            f"{len(found)} tool definitions look poisoned and were not added: {listed}. A definition must describe "
+            "its tool, never address the model: remove that text; if you wrote it and it is not an attack, send "
+            '"keep_flagged": true'
+        )
 
 
 class CatalogManagedElsewhere(ToolsiftError):

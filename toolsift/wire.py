@@ -161,6 +161,10 @@ class ToolsIn(WireModel):
 
     tools: list[dict[str, Any]] = Field(min_length=1, max_length=1000, description="Tool definitions, any dialect")
     dialect: Dialect = "auto"
+    keep_flagged: bool = Field(
+        default=False,
+        description="Add tools the security-* screen finds poisoned too (refused, 400, by default)",
+    )
 
 
 class MatchOut(WireModel):

@@ -420,3 +420,19 @@ def scan_catalog(catalog: Catalog) -> dict[str, list[Hit]]:
     for name, (why, twin) in confusable_names(catalog.names).items():
         found.setdefault(name, []).append(Hit("security-confusable-name", "error", why, "name", twin))
     return found
+
+
+def poisoned(catalog: Catalog) -> dict[str, list[str]]:
+    """Each tool with a ``security-*`` error, and what each says (the screen lint, live servers
+    and the catalog's writers share)."""
+    found = {
+        name: [f"{hit.what}, in {hit.where}" for hit in hits if hit.severity == "error"]
+        for name, hits in scan_catalog(catalog).items()
+    }
+    return {name: problems for name, problems in found.items() if problems}
+
+
+def without_poisoned(catalog: Catalog) -> tuple[Catalog, dict[str, list[str]]]:
+    """``catalog`` without its poisoned tools, and those withheld with what they said."""
+    found = poisoned(catalog)
+    return (catalog.with_tools(tool for tool in catalog if tool.name not in found) if found else catalog), found

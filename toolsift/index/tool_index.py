@@ -57,9 +57,17 @@ class Manifest:
     through admin edits and tunes: ``serve --catalog`` tells an edited index from another
     catalog's. Empty in folders from before it was recorded (read as ``catalog_fingerprint``)."""
 
+    first_fingerprint: str = ""
+    """The fingerprint of the catalog as first indexed (the source without any tool withheld as
+    poisoned), kept through edits: the index holds edits when its catalog is no longer that one."""
+
     @property
     def built_from(self) -> str:
         return self.source_fingerprint or self.catalog_fingerprint
+
+    @property
+    def holds_edits(self) -> bool:
+        return self.catalog_fingerprint != (self.first_fingerprint or self.built_from)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Manifest:
@@ -125,6 +133,14 @@ def _remove_abandoned(target: Path, keep: Path) -> None:
                 shutil.rmtree(entry, ignore_errors=True)
         except OSError:
             continue
+
+
+def _first_fingerprint(catalog: Catalog, previous: ToolIndex | None, source: str | None) -> str:
+    """The catalog as first indexed: this one for a first build or a build from a (new) source,
+    else the previous index's."""
+    if previous is None or source:
+        return catalog.fingerprint
+    return previous.manifest.first_fingerprint or previous.manifest.built_from
 
 
 def read_catalog(folder: Path) -> Catalog:
@@ -207,6 +223,7 @@ class ToolIndex:
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
             source_fingerprint=source
             or (previous.manifest.built_from if previous is not None else catalog.fingerprint),
+            first_fingerprint=_first_fingerprint(catalog, previous, source),
         )
         build_stats = BuildStats(
             tools=len(catalog),

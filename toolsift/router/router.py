@@ -160,10 +160,13 @@ class Router:
         cache: EmbeddingCache | None = None,
         progress: bool = False,
         ranking: RankingConfig | None = None,
+        source: str | None = None,
     ) -> Router:
+        """A router over ``catalog``; ``source``: the fingerprint of the catalog file it came from,
+        when it differs (tools withheld), recorded in the index manifest."""
         embedder = embedder or embedder_for(AUTO_MODEL, catalog)
         started = time.perf_counter()
-        index, stats = ToolIndex.build(catalog, embedder, kind=kind, cache=cache, progress=progress)
+        index, stats = ToolIndex.build(catalog, embedder, kind=kind, cache=cache, progress=progress, source=source)
         router = cls(index, embedder, ranking)
         # the whole build: embeddings, vector index and the lexical index
         router.last_build = replace(stats, seconds=time.perf_counter() - started)

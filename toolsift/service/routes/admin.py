@@ -8,8 +8,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 
 from toolsift.catalog import Catalog, parse_catalog
+from toolsift.catalog.security import poisoned
 from toolsift.curation.changes import compare
-from toolsift.errors import InvalidQuery, NotAGateway, ToolNotFound
+from toolsift.errors import InvalidQuery, NotAGateway, PoisonedTools, ToolNotFound
 from toolsift.service.catalog_updates import change_catalog, reload_index_folder
 from toolsift.service.dependencies import State, require_admin
 from toolsift.service.schemas import AdminChange, AdminStatus, FeedbackReset, FeedbackSummary, ReloadResult, ToolsIn
@@ -28,7 +29,11 @@ async def upsert_tools(change: ToolsIn, state: State) -> dict[str, Any]:
     def apply(catalog: Catalog) -> Catalog:
         replaced = {tool.name: tool for tool in incoming}
         merged = [replaced.pop(tool.name, tool) for tool in catalog]
-        return catalog.with_tools([*merged, *replaced.values()])
+        updated = catalog.with_tools([*merged, *replaced.values()])
+        found = {name: problems for name, problems in poisoned(updated).items() if name in incoming}
+        if found and not change.keep_flagged:  # a poisoned definition never reaches a model
+            raise PoisonedTools(found)
+        return updated
 
     return await change_catalog(state, apply)
 
