@@ -182,7 +182,9 @@ class Router:
     ) -> Router:
         """A new router over ``catalog`` with the same embedder, ranking and index kind (or
         ``kind``); tools whose text is unchanged keep their vectors, so only new or edited tools
-        are embedded. This router is left as it is (keep serving it until the new one is ready)."""
+        are embedded. This router is left as it is (keep serving it until the new one is ready).
+        ``source``: the fingerprint of the catalog file the new one comes from (default: this
+        index's), recorded in its manifest."""
         started = time.perf_counter()
         current = self.index.manifest.kind
         chosen: IndexKind = kind or ("hnsw" if current == "hnsw" else "flat" if current == "flat" else "auto")
@@ -303,56 +305,35 @@ class Router:
                 for batch in (wholes, part_texts):
                     if batch:
                         vectors.update(zip(batch, self.embed_queries(batch), strict=True))
-        with tracing.span("rank", {"eligible": eligible}):
-            return self._ranked(checked, intents, vectors, k, allowed, eligible, pinned_tools, scope,
-                                min_score=min_score, min_confidence=min_confidence, usage_pool=usage_pool,
-                                started=started)  # fmt: skip
-
-    def _ranked(
-        self,
-        checked: list[str],
-        intents: list[list[str]],
-        vectors: dict[str, Vector],
-        k: int,
-        allowed: IdArray | None,
-        eligible: int,
-        pinned_tools: tuple[Tool, ...],
-        scope: Scope | None,
-        *,
-        min_score: float | None,
-        min_confidence: float | None,
-        usage_pool: str | None,
-        started: float,
-    ) -> list[RouteResult]:
-        """Each query's matches from its vectors (and its parts'), with confidence and abstention."""
-        views = self.views(usage_pool) if eligible else None
-        calibration = self.calibration(usage_pool) if eligible else None
-        threshold = self.min_confidence if min_confidence is None else min_confidence
-        results = []
-        for query, parts in zip(checked, intents, strict=True):
-            matches: list[Match] = []
-            reason = ""
-            if eligible and calibration is not None:
-                whole = self._rank(query, vectors[query], k, allowed, views)
-                part_tops = [(part, self._rank(part, vectors[part], 1, allowed, views)) for part in parts]
-                none = {text: calibration.none_similarity(vectors[text]) for text in [query, *parts]}
-                matches = self._merge(whole, part_tops, k, min_score, calibration, none)
-                matches = self._named_first(query, matches, allowed, k)
-                kept, reason = abstention([m.confidence for m in matches], threshold)
-                matches = [replace(matches[i], rank=rank) for rank, i in enumerate(kept, start=1)]
-            results.append(
-                RouteResult(
-                    query=query,
-                    k=k,
-                    matches=tuple(matches),
-                    eligible=eligible,
-                    catalog_fingerprint=(scope or Scope.everything(self.catalog)).fingerprint,
-                    took_ms=(time.perf_counter() - started) * 1000 / max(1, len(checked)),
-                    pinned=pinned_tools,
-                    abstained=bool(reason),
-                    reason=reason,
+        with tracing.span("rank", {"eligible": eligible}):  # each query's matches, confidence and abstention
+            views = self.views(usage_pool) if eligible else None
+            calibration = self.calibration(usage_pool) if eligible else None
+            threshold = self.min_confidence if min_confidence is None else min_confidence
+            results = []
+            for query, parts in zip(checked, intents, strict=True):
+                matches: list[Match] = []
+                reason = ""
+                if eligible and calibration is not None:
+                    whole = self._rank(query, vectors[query], k, allowed, views)
+                    part_tops = [(part, self._rank(part, vectors[part], 1, allowed, views)) for part in parts]
+                    none = {text: calibration.none_similarity(vectors[text]) for text in [query, *parts]}
+                    matches = self._merge(whole, part_tops, k, min_score, calibration, none)
+                    matches = self._named_first(query, matches, allowed, k)
+                    kept, reason = abstention([m.confidence for m in matches], threshold)
+                    matches = [replace(matches[i], rank=rank) for rank, i in enumerate(kept, start=1)]
+                results.append(
+                    RouteResult(
+                        query=query,
+                        k=k,
+                        matches=tuple(matches),
+                        eligible=eligible,
+                        catalog_fingerprint=(scope or Scope.everything(self.catalog)).fingerprint,
+                        took_ms=(time.perf_counter() - started) * 1000 / max(1, len(checked)),
+                        pinned=pinned_tools,
+                        abstained=bool(reason),
+                        reason=reason,
+                    )
                 )
-            )
         return results
 
     @property
