@@ -541,6 +541,8 @@ def test_the_page_lists_groups_and_browses_an_untagged_catalog(tmp_path: Path) -
             at = (box["x"] + (x + 1.05) / 2.1 * box["width"], box["y"] + (1.05 - y) / 2.1 * box["height"])
             page.mouse.move(*at)
             expect(page.locator("#map-tip")).to_contain_text(f"{name} · group mail")
+            description = httpx.get(f"{url}/tools/{name}").json()["formats"]["toolsift"]["description"]
+            expect(page.locator("#map-tip")).to_contain_text(description)  # fetched on the first hover
             page.mouse.wheel(0, -300)
             expect(page.locator("#map")).not_to_have_attribute("data-scale", "1")
             assert page.locator("#map-colour").input_value() == "group"
