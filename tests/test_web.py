@@ -365,6 +365,14 @@ def test_a_20000_tool_catalog_shows_its_first_view_fast_and_light(tmp_path: Path
             expect(page.locator("#map-info")).to_have_attribute("data-points", "20000", timeout=30_000)
             expect(page.locator("#usage-info")).to_contain_text("1 tools named in feedback")
             assert errors == []
+            phone = browser.new_page(viewport=PHONE)  # the same first view at phone width
+            phone.on("pageerror", lambda error: errors.append(str(error)))
+            started = time.perf_counter()
+            phone.goto(url + "/")
+            expect(phone.locator("#catalog-table tr.tool-row")).to_have_count(25, timeout=10_000)
+            expect(phone.locator("#findings")).to_have_attribute("data-severity", "problems", timeout=10_000)
+            print(f"20,000 tools at phone width: first view {time.perf_counter() - started:.2f} s")
+            assert time.perf_counter() - started < 2.0 and no_sideways_scroll(phone) and errors == []
             browser.close()
     finally:
         process.terminate()
