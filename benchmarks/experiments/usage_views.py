@@ -1,6 +1,6 @@
 """How feedback should join the ranking: the comparison behind ``toolsift/router/usage.py``.
 
-    python benchmarks/experiments/usage_views.py ../shared/datasets/apibench 0.5
+    python benchmarks/experiments/usage_views.py ../shared/datasets/apibench 0.5 [query|tool]
 
 Whole queries (no intent splitting), every tool scored exactly; F of the queries (seeded) fed as
 feedback, up to 3,000 of the rest scored, every variant on the same queries:
@@ -8,7 +8,13 @@ feedback, up to 3,000 of the rest scored, every variant on the same queries:
 - ``base``: z(cosine) + 0.3 z(BM25), today's ranking;
 - ``centroid W`` / ``nearest W``: base + W * z(cosine to the tool's feedback centroid / nearest
   feedback request), z over the tools that have feedback, 0 for the others;
-- ``best view``: z(max(cosine to the tool's text, cosine to its nearest request)) + 0.3 z(BM25).
+- ``best view``: z(max(cosine to the tool's text, cosine to its nearest request)) + 0.3 z(BM25);
+- ``best z-view``: max(z of the text cosine over the tools, z of the nearest request's cosine over
+  every fed request) + 0.3 z(BM25): a view counts as far as it stands out among requests, as a text
+  among texts (requests resemble requests more than they resemble tool texts).
+
+``tool`` splits by tool instead: the requests of a seeded F of the tools are fed, those for the
+other tools scored (tools nobody asked for yet).
 
 Figures and the choice: benchmarks/DECISIONS.md ("Feedback as views").
 """
@@ -34,7 +40,7 @@ def z(values: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     return (values - reference.mean()) / (spread if spread > 0 else 1.0)
 
 
-def main(folder: str, fraction: float) -> None:
+def main(folder: str, fraction: float, split: str = "query") -> None:
     root = Path(folder)
     dataset = load_dataset(root / "tools.jsonl", root / "queries.jsonl", root.name)
     router = Router.build(dataset.catalog, embedder_for("auto", dataset.catalog), cache=Settings().open_cache())
@@ -44,6 +50,12 @@ def main(folder: str, fraction: float) -> None:
     random.Random(0).shuffle(order)
     cut = int(fraction * len(order))
     fed, held = order[:cut], sorted(order[cut:])
+    if split == "tool":
+        names = sorted(dataset.catalog.names)
+        random.Random(0).shuffle(names)
+        known = set(names[: int(fraction * len(names))])
+        fed = [i for i in order if set(queries[i].relevant) <= known]
+        held = sorted(i for i in order if not set(queries[i].relevant) & known)
     held = sorted(random.Random(1).sample(held, 3000)) if len(held) > 3000 else held
     tools = router.index.vectors.vectors(np.arange(len(dataset.catalog)))
     position = {tool.name: i for i, tool in enumerate(dataset.catalog)}
@@ -69,6 +81,10 @@ def main(folder: str, fraction: float) -> None:
         if len(examples):
             np.maximum.at(nearest, owners, examples @ query)
         variants = {"base": base, "best view": z(np.maximum(cosine, nearest)) + 0.3 * z(lexical)}
+        if len(examples):
+            views = examples @ query
+            standing = (nearest - views.mean()) / (views.std() or 1.0)
+            variants["best z-view"] = np.maximum(z(cosine), np.where(has, standing, -np.inf)) + 0.3 * z(lexical)
         for weight in (0.5, 1.0, 2.0):
             variants[f"centroid {weight}"] = base + weight * np.where(has, z(centroids @ query, has), 0)
             variants[f"nearest {weight}"] = base + weight * np.where(has, z(nearest, has), 0)
@@ -82,4 +98,4 @@ def main(folder: str, fraction: float) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 0.5)
+    main(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 0.5, sys.argv[3] if len(sys.argv) > 3 else "query")
