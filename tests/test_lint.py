@@ -286,3 +286,10 @@ def test_lint_prints_each_check_once_with_its_first_findings_and_folds_the_notes
     every = CliRunner().invoke(main, ["lint", str(catalog), "--no-embeddings", "--all"]).output
     counts = json.loads(CliRunner().invoke(main, ["lint", str(catalog), "--no-embeddings", "--json"]).output)["counts"]
     assert every.count("fix: ") == sum(counts.values())  # every finding, notes included
+
+
+def test_a_name_gemini_refuses_is_a_warning() -> None:
+    catalog = parse_catalog([{"name": "3d_render", "description": "Render a 3D model to an image file."},
+                             {"name": "_private_tool", "description": "Does a private thing for the team."}])  # fmt: skip
+    found = [f for f in lint_catalog(catalog, count_tokens=len).findings if f.code == "name-refused-by-gemini"]
+    assert [f.tools for f in found] == [("3d_render",)] and found[0].severity == "warning"

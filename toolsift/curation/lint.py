@@ -112,6 +112,15 @@ def check_names(catalog: Catalog) -> Iterable[Finding]:
                 f"as '{wire_name(tool.name)}', and callers must map the name back (the response's names)",
                 f"Rename it to letters, digits, '_' and '-', at most 64 characters, e.g. '{_suggested_name(tool.name)}'",
             )
+        if not wire_name(tool.name)[0].isalpha() and not wire_name(tool.name).startswith("_"):
+            yield Finding(
+                "name-refused-by-gemini",
+                "warning",
+                (tool.name,),
+                f"'{tool.name}' is sent as '{wire_name(tool.name)}', which does not start with a letter or '_': Gemini "
+                "refuses such a function name",
+                "Start the name with a letter (e.g. a verb: render_3d_model rather than 3d_render)",
+            )
         words = key.split()
         if len(words) < 2 or not VERBS & set(words):  # a vendor prefix (stripe_create_refund) is fine
             yield Finding(
