@@ -522,10 +522,7 @@ def test_the_page_lists_groups_and_browses_an_untagged_catalog(tmp_path: Path) -
     try:
         wait_until_serving(url, process)
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-            page = browser.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda error: errors.append(str(error)))
+            browser, page, errors = browser_page(playwright, DESKTOP)
             page.goto(url + "/")
             expect(page.locator("#groups-table tr")).to_have_count(2, timeout=30_000)
             assert page.locator("#groups-table tr").nth(1).all_inner_texts()[0].split("\t") == [
@@ -591,10 +588,7 @@ def test_the_page_shows_what_changed_since_an_earlier_catalog(tmp_path: Path) ->
         fax = {"name": "send_fax", "description": "Send a fax to a phone number, such as a lawyer's office."}
         assert httpx.post(url + "/admin/tools", json={"tools": [fax]}, headers=headers, timeout=60).status_code == 200
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-            page = browser.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda error: errors.append(str(error)))
+            browser, page, errors = browser_page(playwright, DESKTOP)
             page.goto(url + "/")
             expect(page.locator("#changes")).to_contain_text("Enter the admin token", timeout=30_000)
             page.fill("#api-key", token)
