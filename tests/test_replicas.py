@@ -20,11 +20,12 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 from fastapi.testclient import TestClient
 
 from toolsift import Router
 from toolsift.embeddings import HashingEmbedder
-from toolsift.errors import SharedStoreUnavailable
+from toolsift.errors import IndexBusy, SharedStoreUnavailable
 from toolsift.index import ToolIndex
 from toolsift.service import create_app
 from toolsift.service.replicas import RedisSessionStore, Replicas
@@ -66,7 +67,7 @@ class RedisServer:
     def start(self) -> None:
         command = [
             "redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
-            "--appendonly", "yes", "--appendfsync", "always", "--save", "",
+            "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--enable-debug-command", "yes",
         ]  # fmt: skip
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
@@ -119,6 +120,7 @@ class Replica:
 
     def stop(self) -> None:
         if self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)  # a test may have paused it
             self.process.terminate()
             self.process.wait(timeout=60)
 
@@ -335,3 +337,149 @@ def test_a_retried_turn_in_redis_is_the_same_turn(redis_server: RedisServer, tin
     assert again == first and first.turn == 1 and first.appended == tuple(t.name for t in tools[:2])
     second = other_store.advance("s", tools[2:3], tiny_router.catalog, turn_key="k2")
     assert second.turn == 2 and second.appended == (tools[2].name,)
+
+
+def test_a_lease_lapses_for_a_stalled_holder_and_fences_it_out(redis_server: RedisServer) -> None:
+    """A holder whose lease lapsed while another replica took the lock cannot write (its check
+    raises LockLost); one whose lease lapsed with no one taking it carries on; a retried
+    acquisition with the same token is the same holding."""
+    from toolsift.errors import LockLost
+    from toolsift.service.leases import Lease
+
+    def stall(lease: Lease) -> None:  # the renewing thread stops, as in a paused process
+        lease._stop.set()
+        assert lease._renewer is not None
+        lease._renewer.join()
+
+    host_a, host_b = Replicas(redis_server.url, "lease"), Replicas(redis_server.url, "lease")
+    first = Lease(host_a, "index:/x", "catalog edits", seconds=0.3)
+    first.acquire()
+    retried = Lease(host_a, "index:/x", "catalog edits", seconds=0.3)
+    retried.token = first.token
+    retried.acquire(wait=0)  # the same token: the same holding, the same fence
+    assert retried.fence == first.fence
+    stall(retried)
+    with pytest.raises(IndexBusy):
+        Lease(host_b, "index:/x", "catalog edits", seconds=0.3).acquire(wait=0.1)  # held, renewed
+    stall(first)
+    time.sleep(0.5)  # lapsed; no one took it
+    first.check()  # taken back: nothing was written by anyone meanwhile
+    time.sleep(0.5)
+    second = Lease(host_b, "index:/x", "catalog edits", seconds=0.3)
+    second.acquire(wait=1)
+    assert second.fence == first.fence + 1
+    with pytest.raises(LockLost, match="another replica took it; nothing was written"):
+        first.check()
+    second.check()
+    second.release()
+    with pytest.raises(LockLost):
+        first.check()  # released since, but the fence moved on: still not the first holder's
+    renewed = Lease(host_a, "index:/y", "feedback", seconds=0.3)
+    renewed.acquire()
+    time.sleep(1.0)  # three leases: the renewing thread kept it
+    renewed.check()
+    renewed.release()
+    assert host_a.client.get(renewed.key) is None
+
+
+@pytest.fixture
+def unlocked_replicas(index_folder: Path, redis_server: RedisServer, tmp_path: Path) -> Iterator[list[Replica]]:
+    """Two replicas as on two hosts: the folder's file lock off, the Redis lease alone."""
+    started: list[Replica] = []
+    try:
+        for _ in range(2):
+            started.append(
+                Replica(
+                    index_folder,
+                    redis_server.url,
+                    tmp_path / "serve.log",
+                    folder_locks="off",
+                    max_request_bytes="8000000",
+                )
+            )
+        yield started
+    finally:
+        for replica in started:
+            replica.stop()
+
+
+def add_tools(replica: Replica, prefix: str, count: int) -> httpx.Response:
+    tools = [{"name": f"{prefix}_{n}", "description": f"Does job {n} of {prefix} for the tests."} for n in range(count)]
+    return httpx.post(replica.url + "/admin/tools", json={"tools": tools}, headers=ADMIN, timeout=120)
+
+
+def test_a_redis_stall_while_a_lock_is_taken_leaves_no_lock_behind(
+    unlocked_replicas: list[Replica], redis_server: RedisServer, index_folder: Path
+) -> None:
+    """Redis stalls 2 s (DEBUG SLEEP) just as a replica takes the lock: the request's reply is
+    lost, the retry finds the lock its own; the edit lands and the other replica edits at once."""
+    sleeper = redis.Redis.from_url(redis_server.url, socket_timeout=10)
+    for attempt in range(3):
+        stall = threading.Thread(target=sleeper.execute_command, args=("DEBUG", "SLEEP", "2"))
+        stall.start()
+        time.sleep(0.05)
+        response = add_tools(unlocked_replicas[0], f"stalled{attempt}", 1)
+        stall.join()
+        assert response.status_code == 200, response.text
+        started = time.monotonic()
+        other = add_tools(unlocked_replicas[1], f"after{attempt}", 1)
+        assert other.status_code == 200 and time.monotonic() - started < 5, other.text
+    saved = set(ToolIndex.load(index_folder).catalog.names)
+    assert {f"{p}{n}_0" for p in ("stalled", "after") for n in range(3)} <= saved
+
+
+def hold_then(replica: Replica, redis_server: RedisServer, index_folder: Path, signal_number: int) -> Any:
+    """Send ``replica`` a large edit; once it holds the lock, send it ``signal_number``. Returns
+    the edit's future."""
+    client = redis.Redis.from_url(redis_server.url)
+    key = f"toolsift:lock:index:{index_folder.parent.resolve() / index_folder.name}"
+    pool = ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(add_tools, replica, "held", 1000)
+    deadline = time.monotonic() + 30
+    while client.get(key) is None:
+        assert time.monotonic() < deadline and not future.done(), (
+            "the edit never took the lock",
+            future.done() and future.result().text[:300],
+        )
+        time.sleep(0.001)
+    replica.process.send_signal(signal_number)
+    pool.shutdown(wait=False)
+    return future
+
+
+def test_a_stalled_holder_loses_the_lock_and_writes_nothing(
+    unlocked_replicas: list[Replica], redis_server: RedisServer, index_folder: Path
+) -> None:
+    """The holder is paused (SIGSTOP) mid-edit: the other replica's edit waits one lease, then
+    lands; the paused one, resumed, is fenced out (503 LockLost) and overwrites nothing."""
+    from toolsift.service.leases import LEASE_SECONDS
+
+    stalled = hold_then(unlocked_replicas[0], redis_server, index_folder, signal.SIGSTOP)
+    started = time.monotonic()
+    other = add_tools(unlocked_replicas[1], "other", 1)
+    waited = time.monotonic() - started
+    assert other.status_code == 200 and waited < LEASE_SECONDS + 5, (other.text, waited)
+    unlocked_replicas[0].process.send_signal(signal.SIGCONT)
+    response = stalled.result(timeout=120)
+    assert response.status_code == 503 and response.json()["error"]["type"] == "LockLost", response.text
+    saved = set(ToolIndex.load(index_folder).catalog.names)
+    assert "other_0" in saved and "held_0" not in saved
+    assert add_tools(unlocked_replicas[0], "later", 1).status_code == 200  # and it edits again
+    assert {"other_0", "later_0"} <= set(ToolIndex.load(index_folder).catalog.names)
+
+
+def test_a_holder_killed_mid_lock_frees_it_within_a_lease(
+    unlocked_replicas: list[Replica], redis_server: RedisServer, index_folder: Path
+) -> None:
+    from toolsift.service.leases import LEASE_SECONDS
+
+    killed = hold_then(unlocked_replicas[0], redis_server, index_folder, signal.SIGKILL)
+    started = time.monotonic()
+    other = add_tools(unlocked_replicas[1], "other", 1)
+    assert other.status_code == 200 and time.monotonic() - started < LEASE_SECONDS + 5, other.text
+    with pytest.raises(httpx.HTTPError):
+        killed.result(timeout=60)
+    saved = set(ToolIndex.load(index_folder).catalog.names)
+    assert "other_0" in saved and "held_0" not in saved
+    feedback = {"query": "ship the memo to bob", "tool": "send_email"}
+    assert httpx.post(unlocked_replicas[1].url + "/feedback", json=feedback, headers=ADMIN).status_code == 200

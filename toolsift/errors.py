@@ -9,7 +9,7 @@ The classes know nothing of HTTP: the service maps each to a status code
     │   ├── TenantsFileError      the tenants file
     │   └── McpServersFileError   the MCP servers file
     ├── SettingsError             a TOOLSIFT_* setting
-    ├── EmbedderUnavailable, MissingExtra, IndexMismatch, IndexNotFound, IndexBusy
+    ├── EmbedderUnavailable, MissingExtra, IndexMismatch, IndexNotFound, IndexBusy, LockLost
     ├── UnknownTag, UnknownTool (ToolNotFound), InvalidQuery
     ├── ToolCallRefused, InvalidToolArguments, UpstreamCallFailed, NotAGateway   forwarded calls
     └── AdminDisabled, Unauthorized, TenantUnauthorized, CatalogManagedElsewhere, ReloadFailed, NotReady
@@ -138,6 +138,21 @@ class IndexBusy(ToolsiftError):
         super().__init__(
             f"the index folder is locked by another build or edit ({lock}) and was not released within "
             f"{seconds:.0f} s; retry, or check for a stuck `toolsift build`"
+        )
+
+
+class LockLost(ToolsiftError):
+    """A replica lost the shared lock it held (it stalled past the lease, and another replica
+    took the lock); it wrote nothing."""
+
+    retry_after = 1
+    """Seconds a caller should wait before trying again (sent as ``Retry-After``)."""
+
+    def __init__(self, lock: str, what: str, seconds: float) -> None:
+        self.lock = lock
+        super().__init__(
+            f"{what}: this replica stalled for more than the {seconds:.0f} s lease on {lock} and another "
+            "replica took it; nothing was written. Send the request again"
         )
 
 

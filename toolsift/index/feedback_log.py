@@ -35,7 +35,9 @@ def feedback_log_path(index_path: str | Path) -> Path:
 class FeedbackLog:
     """One process's view of the log: what it has read so far, and how to append."""
 
-    def __init__(self, path: str | Path, shared_lock: Callable[[], AbstractContextManager[None]] | None = None) -> None:
+    def __init__(
+        self, path: str | Path, shared_lock: Callable[[], AbstractContextManager[Callable[[], None]]] | None = None
+    ) -> None:
         self.path = Path(path)
         self._shared_lock = shared_lock
         self._lock_path = self.path.with_name(self.path.name + ".lock")
@@ -45,13 +47,15 @@ class FeedbackLog:
         """Lines in the file now (those this process read, or wrote)."""
 
     @contextmanager
-    def locked(self) -> Iterator[None]:
-        """The log's file lock (and the shared lock given, taken first)."""
+    def locked(self) -> Iterator[Callable[[], None]]:
+        """The log's file lock (and the shared lock given, taken first); yields the check to call
+        before writing (it raises if the shared lock was lost meanwhile)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._shared_lock() if self._shared_lock else nullcontext(), open(self._lock_path, "a") as handle:
+        shared = self._shared_lock() if self._shared_lock else nullcontext(_nothing_to_check)
+        with shared as still_held, open(self._lock_path, "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
-                yield
+                yield still_held
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
@@ -60,7 +64,8 @@ class FeedbackLog:
         if not records:
             return
         data = b"".join(orjson.dumps(record) + b"\n" for record in records)
-        with self.locked(), open(self.path, "ab") as handle:
+        with self.locked() as still_held, open(self.path, "ab") as handle:
+            still_held()
             if handle.tell() and not _ends_with_newline(self.path):
                 handle.write(b"\n")  # a line cut short by a crash stays a line of its own
             handle.write(data)
@@ -114,6 +119,10 @@ class FeedbackLog:
         os.replace(temporary, self.path)
         stat = os.stat(self.path)
         self._identity, self._offset, self.appended = (stat.st_dev, stat.st_ino), stat.st_size, len(records)
+
+
+def _nothing_to_check() -> None:
+    return None
 
 
 def _ends_with_newline(path: Path) -> bool:

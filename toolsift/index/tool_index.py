@@ -14,6 +14,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -234,7 +235,7 @@ class ToolIndex:
         )
         return cls(catalog, vectors, manifest), build_stats
 
-    def save(self, path: str | Path) -> Path:
+    def save(self, path: str | Path, *, before_publish: Callable[[], None] | None = None) -> Path:
         """Write the folder, atomically: the files go to a new hidden folder beside ``path``, and
         ``path`` becomes a symbolic link to it through one ``rename`` — readers see the old index
         or the new one, never a mix, and a crash at any point leaves a loadable index.
@@ -242,13 +243,15 @@ class ToolIndex:
         (A ``path`` that is still a real folder, from an older toolsift, is moved aside first; if
         a crash hits between the two renames, ``load`` finds the moved-aside copy.)
 
-        Saves to one folder are serialised across processes (``folder_lock``)."""
+        Saves to one folder are serialised across processes (``folder_lock``). ``before_publish``
+        is called just before the atomic step; if it raises, nothing is published (a replica's
+        check that it still holds the shared lock)."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         with folder_lock(target):
-            return self._save(target)
+            return self._save(target, before_publish)
 
-    def _save(self, target: Path) -> Path:
+    def _save(self, target: Path, before_publish: Callable[[], None] | None) -> Path:
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         link = target.with_name(f".{target.name}.link-{staging.name}")
         try:
@@ -265,6 +268,8 @@ class ToolIndex:
             _fsync_folder(staging)
             os.chmod(staging, 0o755)
             os.symlink(staging.name, link)
+            if before_publish is not None:
+                before_publish()
             old = _resolved_version(target)
             previous = _previous(target)
             if target.exists() and not target.is_symlink():

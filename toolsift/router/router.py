@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -213,10 +213,10 @@ class Router:
         beside = model_beside(Path(path))
         return cls(index, embedder or get_embedder(index.manifest.model, backend=backend, beside=beside), ranking)
 
-    def save(self, path: str | Path) -> Path:
+    def save(self, path: str | Path, *, before_publish: Callable[[], None] | None = None) -> Path:
         """Save the index folder, and beside it (``<path>.model/``) the exported model it was built
-        with, so a server without the build extra can load both."""
-        saved = self.index.save(path)
+        with, so a server without the build extra can load both (``ToolIndex.save``)."""
+        saved = self.index.save(path, before_publish=before_publish)
         bundle_model(self.embedder.name, model_beside(saved))
         return saved
 

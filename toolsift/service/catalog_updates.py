@@ -154,7 +154,7 @@ async def _change_catalog(state: ServiceState, change: CatalogChange) -> dict[st
 def edit_index_folder(state: ServiceState, change: CatalogChange) -> tuple[Router, Router]:
     """Under the folder's lock (and the replicas' one): the latest saved router, and the changed
     one, saved."""
-    with shared_lock(state, "index", "catalog edits"), folder_lock(state.settings.index_path):
+    with shared_lock(state, "index", "catalog edits") as still_held, folder_lock(state.settings.index_path):
         current = state.routers.get()
         saved = Manifest.read(state.settings.index_path)
         if saved is None or (saved.catalog_fingerprint, saved.model) != (
@@ -163,16 +163,21 @@ def edit_index_folder(state: ServiceState, change: CatalogChange) -> tuple[Route
         ):
             current = load_index_folder(state, current.embedder)  # another edit or build landed meanwhile
         updated = current.rebuilt(change(current.catalog))
-        updated.save(state.settings.index_path)
+        updated.save(state.settings.index_path, before_publish=still_held)
         state.folder_seen = state.folder_version()
     return current, updated
 
 
-def shared_lock(state: ServiceState, name: str, what: str) -> AbstractContextManager[None]:
-    """The replicas' lock on ``name`` for this index folder; nothing without a shared store."""
+def shared_lock(state: ServiceState, name: str, what: str) -> AbstractContextManager[Callable[[], None]]:
+    """The replicas' lock on ``name`` for this index folder, giving the check to call before
+    writing (``leases``); nothing to hold or check without a shared store."""
     if state.replicas is None:
-        return nullcontext()
+        return nullcontext(_nothing_to_check)
     return state.replicas.lock(shared_lock_name(name, state.settings.index_path), what)
+
+
+def _nothing_to_check() -> None:
+    return None
 
 
 def shared_lock_name(name: str, index_path: Path) -> str:

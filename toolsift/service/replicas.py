@@ -6,8 +6,9 @@
   retried on conflict), so concurrent turns on one session never lose one, and any replica
   continues any session exactly as one process would.
 - **Locks**: an admin edit of the index folder, and an append to the feedback log, hold a Redis
-  lock (``<prefix>:lock:...``) as well as the folder's file lock, so edits through replicas on
-  different hosts are applied one after the other.
+  lease (``<prefix>:lock:...``, ``leases``: an owner token, a renewed lease, a fence checked
+  before writing) as well as the folder's file lock, so edits through replicas on different hosts
+  are applied one after the other, and a replica that stalls past its lease writes nothing.
 - **Announcements**: after saving a new index version a replica publishes it on
   ``<prefix>:index``; every replica listens and loads it at once (the folder watcher's polling
   stays as the fallback).
@@ -34,14 +35,12 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from toolsift.catalog import Catalog, Tool
-from toolsift.errors import IndexBusy, SharedStoreUnavailable
+from toolsift.errors import SharedStoreUnavailable
 from toolsift.router.sessions import SessionPolicy, SessionState, SessionTurn, check_policy, next_turn
+from toolsift.service.leases import held
 
 logger = logging.getLogger("toolsift.service")
 
-LOCK_SECONDS = 120.0
-"""A held lock expires after this long (a replica that died holding it does not block forever)."""
-LOCK_WAIT_SECONDS = 60.0
 RETRIES = 8
 """Tries after the first while Redis is unreachable, 0.05 s apart at first, doubling up to 1 s:
 about 5 s (a restart or failover passes unnoticed) before a request gets a 503."""
@@ -80,19 +79,11 @@ class Replicas:
             raise self.failed(what, fix) from None
 
     @contextmanager
-    def lock(self, name: str, what: str) -> Iterator[None]:
-        """Hold ``<prefix>:lock:<name>`` across replicas (``IndexBusy`` if it stays taken)."""
-        lock = self.client.lock(self.key("lock", name), timeout=LOCK_SECONDS, blocking_timeout=LOCK_WAIT_SECONDS)
-        acquired = self.call(lock.acquire, what)
-        if not acquired:
-            raise IndexBusy(self.key("lock", name), LOCK_WAIT_SECONDS)
-        try:
-            yield
-        finally:
-            try:
-                lock.release()
-            except redis.RedisError:  # expired or unreachable: it frees itself after LOCK_SECONDS
-                logger.warning("could not release the shared lock %s", name)
+    def lock(self, name: str, what: str) -> Iterator[Callable[[], None]]:
+        """Hold the lease ``<prefix>:lock:<name>`` across replicas (``IndexBusy`` if it stays
+        taken); yields the check to call before an irreversible write (``leases``)."""
+        with held(self, name, what) as lease:
+            yield lease.check
 
     def announce(self, channel: str, message: str) -> None:
         """Tell every replica; best effort (they poll as well)."""

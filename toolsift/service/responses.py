@@ -19,6 +19,7 @@ from toolsift.errors import (
     IndexBusy,
     IndexMismatch,
     IndexNotFound,
+    LockLost,
     NotAGateway,
     NotReady,
     ReloadFailed,
@@ -56,6 +57,7 @@ STATUS_CODES: dict[type[ToolsiftError], int] = {
     EmbedderUnavailable: 500,
     ReloadFailed: 502,
     IndexBusy: 503,
+    LockLost: 503,
     SharedStoreUnavailable: 503,
     NotReady: 503,
 }

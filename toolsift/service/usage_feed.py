@@ -15,6 +15,7 @@ feedback token, the admin token; with ``feedback: open``, a client address), at 
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -22,8 +23,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from toolsift.errors import ToolsiftError
 from toolsift.index.feedback_log import FeedbackLog
 from toolsift.router.usage import Feedback, UsageBook
+
+logger = logging.getLogger("toolsift.service")
 
 COMPACT_AFTER = 10_000
 
@@ -34,7 +38,9 @@ class UsageFeed:
         self.log: FeedbackLog | None = None
         self._lock = threading.Lock()
 
-    def open_log(self, path: str | Path, shared_lock: Callable[[], AbstractContextManager[None]] | None = None) -> None:
+    def open_log(
+        self, path: str | Path, shared_lock: Callable[[], AbstractContextManager[Callable[[], None]]] | None = None
+    ) -> None:
         """Persist to (and follow) the log at ``path``; what it holds is applied now. Appends hold
         ``shared_lock`` too when given (the replicas' lock: several hosts share the log)."""
         self.log = FeedbackLog(path, shared_lock)
@@ -96,10 +102,14 @@ class UsageFeed:
         log = self.log
         if log is None or log.appended < max(COMPACT_AFTER, 2 * len(self.book.records())):
             return
-        with log.locked():
-            self.refresh()  # everything appended until now, by any process
-            with self._lock:
-                log.compact([_add_record(item) for item in self.book.records()])
+        try:
+            with log.locked() as still_held:
+                self.refresh()  # everything appended until now, by any process
+                still_held()
+                with self._lock:
+                    log.compact([_add_record(item) for item in self.book.records()])
+        except ToolsiftError as error:  # the feedback is written; compacting waits for the next append
+            logger.warning("the feedback log was not compacted this time: %s", error)
 
 
 def _add_record(item: Feedback) -> dict[str, Any]:
