@@ -122,6 +122,7 @@ bench: install services mcp-servers openapi-specs
 	$(BIN)/toolsift perf --gateway benchmarks/gateway-servers.json --catalog toolsift/data/default_catalog.yaml --calls 1000 \
 		--json benchmarks/results/gateway.json
 	$(BIN)/toolsift perf --curation --sizes 20000 --requests 400 --clients 20 --json benchmarks/results/curation-load.json
+	$(BIN)/toolsift perf --feedback-memory --sizes 1000 --requests 10000 --json benchmarks/results/feedback-memory.json
 	$(BIN)/toolsift import openapi $(OPENAPI_SPECS)/node_modules/@octokit/openapi/generated/api.github.com.json \
 		--out var/github.json
 	$(BIN)/toolsift security-bench --datasets $(DATASETS) --catalog toolsift/data/default_catalog.yaml \
@@ -136,5 +137,5 @@ bench: install services mcp-servers openapi-specs
 		benchmarks/results/abstention.json benchmarks/results/accuracy-ensemble.json \
 		benchmarks/results/accuracy-minilm-ko.json benchmarks/results/backends.json \
 		benchmarks/results/accuracy-int8.json benchmarks/results/against.json benchmarks/results/gateway.json \
-		benchmarks/results/security.json benchmarks/results/curation-load.json \
+		benchmarks/results/security.json benchmarks/results/curation-load.json benchmarks/results/feedback-memory.json \
 		benchmarks/results/groups-apibench.json benchmarks/results/groups-sealtools.json > benchmarks/RESULTS.md

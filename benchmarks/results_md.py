@@ -17,6 +17,7 @@ from toolsift.bench.abstention import abstention_table
 from toolsift.bench.accuracy import DatasetResult
 from toolsift.bench.backends import backends_table
 from toolsift.bench.curation_load import curation_table
+from toolsift.bench.feedback_memory import FED_TOOLS, feedback_memory_table
 from toolsift.bench.gateway import gateway_table
 from toolsift.bench.report import accuracy_tables, performance_tables
 from toolsift.bench.security import security_table
@@ -385,9 +386,31 @@ def curation_section(document: dict[str, Any]) -> str:
             "A real `toolsift serve` over a synthetic catalog; one client sends fresh `/route` requests one at a "
             "time, idle and then while the other clients ask for tool pages (80%), findings pages (15%) and the "
             "map (5%) without pause, starting cold (the lint report of the whole catalog is computed during the "
-            "run). Clients and server share the host's 2 cores, so part of the slowdown is plain CPU contention.",
+            "run); then three rounds of idle and warm curation, alternated so a noisy idle stretch does not decide "
+            "the ratio (the median round's). Curation views run on one lower-priority thread that waits for the "
+            "routes being answered (at most 50 ms); findings are indexed once per report and tenant, the map's body "
+            "serialised once per catalog and feedback counts. Clients and server share the host's 2 cores, so part "
+            "of the slowdown is plain CPU contention.",
             "",
             curation_table(document),
+        ]
+    )
+
+
+def feedback_memory_section(document: dict[str, Any]) -> str:
+    return "\n".join(
+        [
+            "## Memory under feedback",
+            "",
+            f"Command: `{document['command']}`",
+            "",
+            "A real `toolsift serve` takes feedback requests with the admin token, each a new text naming one of "
+            f"{FED_TOOLS} tools, with a `/route` after every ten (so the new requests are embedded as views); the "
+            "server's resident memory is read at each checkpoint and after `DELETE /admin/feedback`. One contributor "
+            "keeps at most 16 requests per tool (`per_contributor`), so the retained set fills early: memory must "
+            "then stay flat however many more requests come.",
+            "",
+            feedback_memory_table(document),
         ]
     )
 
@@ -458,8 +481,10 @@ def _other_section(path: str) -> str:
         return gateway_section(document)
     if document.get("schema") == "toolsift-security/1":
         return security_section(document)
-    if document.get("schema") == "toolsift-curation-load/1":
+    if document.get("schema") == "toolsift-curation-load/2":
         return curation_section(document)
+    if document.get("schema") == "toolsift-feedback-memory/1":
+        return feedback_memory_section(document)
     if document.get("schema") == "toolsift-replicas/1":
         return replicas_section(document)
     if document.get("schema") == "toolsift-feedback-bench/1":

@@ -206,3 +206,20 @@ def test_a_tenant_reads_catalog_wide_findings_without_the_catalogs_counts(hashin
         assert finding["message"] == "get_weather, get_forecast: no example requests" and "of 4" not in str(lint)
         page = client.get("/tools/get_weather", headers=as_tenant(key)).json()
         assert [f["message"] for f in page["findings"] if f["code"] == "no-examples"] == [finding["message"]]
+
+
+def test_a_tenant_reads_the_accuracy_of_its_own_tools_only(tiny_router: Router, tmp_path: Path) -> None:
+    """TOOLSIFT_LINT_QUERIES gives the lint report a recall per tool; a tenant's page of findings
+    lists those of its own tools, never another tenant's tool names."""
+    queries = tmp_path / "queries.jsonl"
+    labelled = [("send an email to Bob", "send_email"), ("weather in Oslo", "get_weather")]
+    queries.write_text(
+        "\n".join(json.dumps({"id": str(n), "query": q, "relevant": [t]}) for n, (q, t) in enumerate(labelled))
+    )
+    key = "wx-only-key-0123456789abcdef"
+    tenants = parse_tenants({"tenants": {"wx": {"key": key, "tags": ["weather"]}}})
+    with TestClient(create_app(tiny_router, settings=Settings(lint_queries=queries), tenants=tenants)) as client:
+        mine = client.get("/lint", headers=as_tenant(key)).json()
+        assert set(mine["per_tool_accuracy"]) == {"get_weather"} and "send_email" not in json.dumps(mine)
+        page = client.get("/tools/get_weather", headers=as_tenant(key)).json()
+        assert page["accuracy"] is not None

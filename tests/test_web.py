@@ -199,11 +199,15 @@ def test_the_lint_report_is_made_once_asked_for_then_ahead_of_each_publish(tiny_
 def test_lint_pages_and_filters_findings(tiny_router: object) -> None:
     from fastapi.testclient import TestClient
 
+    from toolsift.wire import LintPage
+
     from toolsift.service import create_app
 
     with TestClient(create_app(tiny_router)) as client:  # type: ignore[arg-type]
         everything = client.get("/lint", params={"limit": 1000}).json()
+        LintPage.model_validate(everything, strict=True)  # the documented shape (not checked per request)
         assert everything["total"] == len(everything["findings"]) == sum(everything["counts"].values())
+        assert everything["findings"] and everything["schema_tokens"]
         assert sum(everything["checks"].values()) == everything["total"]
         pages = [client.get("/lint", params={"offset": o, "limit": 2}).json()["findings"] for o in range(0, 40, 2)]
         assert [f for page in pages for f in page] == everything["findings"]  # pages cover all, in order
@@ -240,6 +244,29 @@ def no_sideways_scroll(page: Any) -> bool:
 
 
 @pytest.mark.model
+def test_a_tool_page_has_its_documented_shape_and_its_nearest_tools(tiny_router: Any) -> None:
+    """The page is not validated per request (that would run on the event loop): its shape is
+    checked here, and its neighbours against every cosine computed by hand."""
+    import numpy as np
+    from fastapi.testclient import TestClient
+
+    from toolsift.service import create_app
+    from toolsift.wire import ToolDetail
+
+    with TestClient(create_app(tiny_router)) as client:
+        findings = client.get("/lint", params={"limit": 1000}).json()["findings"]
+        name = next(f["tools"][0] for f in findings if f["tools"])
+        page = client.get(f"/tools/{name}").json()
+    ToolDetail.model_validate(page, strict=True)
+    assert page["name"] == name and page["findings"] == [f for f in findings if name in f["tools"]]
+    vectors = tiny_router.index.vectors.vectors(np.arange(len(tiny_router.catalog), dtype=np.int64))
+    position = tiny_router.catalog.position(name)
+    cosines = vectors @ vectors[position]
+    others = sorted((i for i in range(len(cosines)) if i != position), key=lambda i: -cosines[i])[:5]
+    assert [n["name"] for n in page["neighbours"]] == [tiny_router.catalog[i].name for i in others]
+    assert [n["cosine"] for n in page["neighbours"]] == [round(float(cosines[i]), 4) for i in others]
+
+
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_every_part_of_the_page_works_at_desktop_and_phone_widths(served: str, viewport: dict[str, int]) -> None:
     from playwright.sync_api import expect, sync_playwright

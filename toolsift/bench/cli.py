@@ -460,6 +460,13 @@ def sessions_bench(
     "pages, findings and the map, on a synthetic catalog of the first --sizes size.",
 )
 @click.option("--clients", type=click.IntRange(1, 200), default=20, show_default=True, help="With --curation.")
+@click.option(
+    "--feedback-memory",
+    is_flag=True,
+    help="Measure whether a server's memory follows the retained feedback: RSS while --requests feedback "
+    "requests arrive (a route after every ten), and after DELETE /admin/feedback, on a synthetic catalog of the "
+    "first --sizes size.",
+)
 @click.option("--tool", default="echo", show_default=True, help="With --gateway: the tool to time.")
 @click.option(
     "--arguments", "tool_arguments", default='{"message": "hello"}', show_default=True,
@@ -475,13 +482,14 @@ def sessions_bench(
     type=click.IntRange(16, 100000),
     default=400,
     show_default=True,
-    help="With --backends, --replicas or --against: HTTP requests per measurement.",
+    help="With --backends, --replicas or --against: HTTP requests per measurement; with --feedback-memory: "
+    "feedback requests.",
 )
 def perf(
     sizes: str, query_count: int, kind: str, model: str | None, json_path: Path | None, report_dir: Path | None,
     compare_backends: bool, compare_replicas: bool, against: str | None, rounds: int, requests: int,
     gateway_servers: Path | None, tool: str, tool_arguments: str, calls: int, gateway_catalog: Path | None,
-    curation_load: bool, clients: int,
+    curation_load: bool, clients: int, feedback_memory: bool,
 ) -> None:  # fmt: skip
     """Measure build throughput, route latency (in-process, HTTP) and memory at several catalog sizes
     (or, with --backends, the torch and onnx embedding backends side by side; with --replicas, one
@@ -493,6 +501,15 @@ def perf(
         document = run_curation_load(parse_ks(sizes)[0], requests, clients, settings.model, click.echo)
         document["command"] = command_line("perf")
         click.echo(curation_table(document))
+        write_figures(json_path, document)
+        return
+    if feedback_memory:
+        from toolsift.bench.feedback_memory import feedback_memory_table, run_feedback_memory
+
+        settings = Settings.from_env(None, model=model)
+        document = run_feedback_memory(parse_ks(sizes)[0], requests, settings.model, click.echo)
+        document["command"] = command_line("perf")
+        click.echo(feedback_memory_table(document))
         write_figures(json_path, document)
         return
     if gateway_servers:

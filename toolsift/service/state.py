@@ -31,6 +31,7 @@ from toolsift.catalog import Catalog
 from toolsift.catalog.queries import load_queries
 from toolsift.curation import LintReport, lint_catalog
 from toolsift.curation.lint import Finding, static_checks
+from toolsift.curation.views import FindingsView
 from toolsift.embeddings.batching import set_max_batch
 from toolsift.embeddings.onnx_runtime import set_threads
 from toolsift.errors import FeedbackRateLimited, FeedbackRefused, NotAGateway, NotReady, ToolCallRefused
@@ -139,6 +140,12 @@ class ServiceState:
     """GET /deferred's ETag and body by (catalog fingerprint, tenant, format, rules)."""
     catalog_maps: LRUCache[tuple[str, str], dict[str, Any]] = field(default_factory=lambda: LRUCache(8))
     """GET /catalog/map's projection by (catalog fingerprint, tenant); feedback counts are added per request."""
+    map_bodies: LRUCache[tuple[str, str], tuple[tuple[tuple[str, int], ...], bytes]] = field(
+        default_factory=lambda: LRUCache(8)
+    )
+    """GET /catalog/map's body by (catalog fingerprint, tenant), with the feedback counts it shows."""
+    findings_views: LRUCache[tuple[int, str], FindingsView] = field(default_factory=lambda: LRUCache(8))
+    """The lint report's findings as each tenant may read them, by (report, tenant)."""
     curation_pool: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(CURATION_THREADS, "toolsift-curation", initializer=lower_priority)
     )
@@ -149,11 +156,13 @@ class ServiceState:
     feedback_times: LRUCache[str, deque[float]] = field(default_factory=lambda: LRUCache(100_000))
     """When each contributor last sent feedback (the last minute's), for TOOLSIFT_FEEDBACK_RATE."""
     cache_lock: threading.Lock = field(default_factory=threading.Lock)
-    """Guards ``deferred_payloads`` and ``catalog_maps`` (requests run in worker threads)."""
+    """Guards the caches above (requests run in worker threads)."""
 
     def __post_init__(self) -> None:
         self.metrics = Metrics(self.snapshot)
         self._lint_lock = threading.Lock()
+        self._routing = 0
+        """Routes being answered now (``answer``): curation work waits for them (``off_the_route_path``)."""
         self.shadow = Shadow(self.metrics.shadow_routes)
         """A staged tuned model ranking every request too, off the request's path (``service/shadow.py``)."""
 
@@ -205,6 +214,18 @@ class ServiceState:
                 self.lint_reports[fingerprint] = report  # the previous catalog's goes
             return report
 
+    def findings_view(self, tenant: TenantSpec | None) -> FindingsView:
+        """The serving catalog's lint findings as ``tenant`` may read them (made once per report)."""
+        report = self.lint_report()
+        key = (id(report), tenant.name if tenant is not None else "")
+        with self.cache_lock:
+            view = self.findings_views.get(key)
+        if view is None or view.report is not report:
+            view = FindingsView(report, self.caller(tenant, self.routers.get()).scope)
+            with self.cache_lock:
+                self.findings_views[key] = view
+        return view
+
     def labelled_queries(self, router: Router) -> list[tuple[str, tuple[str, ...]]]:
         """``TOOLSIFT_LINT_QUERIES``, for the lint report's per-tool accuracy (none when unset)."""
         if self.settings.lint_queries is None:
@@ -232,7 +253,15 @@ class ServiceState:
         """Run curation work (a lint report of seconds on a large catalog, a map) on at most
         ``CURATION_THREADS`` threads of lower CPU priority: a crowd of curation requests waits for
         those, without holding the worker threads that routes run on."""
-        return await asyncio.wrap_future(self.curation_pool.submit(work))
+        return await asyncio.wrap_future(self.curation_pool.submit(self._after_routes, work))
+
+    def _after_routes(self, work: Callable[[], T]) -> T:
+        """``work``, once no route is being answered (or ``CURATION_YIELD_SECONDS`` have passed:
+        a steady stream of routes delays curation, never starves it)."""
+        deadline = time.monotonic() + CURATION_YIELD_SECONDS
+        while self._routing and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        return work()
 
     def tenant_from_headers(self, headers: Mapping[str, str] | None) -> TenantSpec | None:
         """The tenant whose key a request's headers carry (``X-API-Key`` or ``Authorization:
@@ -311,7 +340,13 @@ class ServiceState:
         self.usage.refresh()
         if query.min_confidence is None and self.settings.min_confidence is not None:
             query = replace(query, min_confidence=self.settings.min_confidence)  # the operator's setting
-        delivered = answer(router, query, caller, self.sessions)
+        with self.cache_lock:
+            self._routing += 1
+        try:
+            delivered = answer(router, query, caller, self.sessions)
+        finally:
+            with self.cache_lock:
+                self._routing -= 1
         self.metrics.route_latency.observe(delivered.result.took_ms / 1000)
         self.shadow.observe(query, caller, delivered)
         return delivered
@@ -389,6 +424,8 @@ class ServiceState:
         return os.path.realpath(path), manifest.stat().st_mtime if manifest.exists() else 0.0
 
 
+CURATION_YIELD_SECONDS = 0.05
+"""The longest a curation view waits for the routes being answered before it runs anyway."""
 SWITCH_INTERVAL = 0.001
 """Seconds a thread holding the interpreter lock keeps it while another waits (Python's default:
 0.005): a route waiting behind curation work (tool pages) gets it back sooner."""

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, Response
 
-from toolsift.curation import SEVERITIES, LintReport, Severity
-from toolsift.curation.lint import visible_findings
+from toolsift.curation import LintReport, Severity
 from toolsift.curation.views import catalog_map as map_of
 from toolsift.curation.views import with_feedback
 from toolsift.service.dependencies import State, Tenant
@@ -39,8 +37,12 @@ async def lint(
     at_least: Annotated[
         Severity | None, Query(description="Only findings this severe or worse (warning: errors and warnings)")
     ] = None,
-) -> dict[str, Any]:
-    return await state.off_the_route_path(lambda: lint_page(state, tenant, offset, limit, severity, check, at_least))
+) -> Response:
+    """Built and serialised on a curation thread (``LintPage`` is its shape, checked by the tests,
+    not validated per request: FastAPI would do that on the event loop routes share)."""
+    return await state.off_the_route_path(
+        lambda: JSONBytes(lint_page(state, tenant, offset, limit, severity, check, at_least))
+    )
 
 
 def lint_page(
@@ -52,43 +54,24 @@ def lint_page(
     check: str | None,
     at_least: Severity | None = None,
 ) -> dict[str, Any]:
-    current = state.routers.get()
-    report = lint_report(state)
-    scope = state.caller(tenant, current).scope
-    visible = None if scope.is_everything else set(scope.names)
-    findings = visible_findings(report.findings, scope)  # none about others' tools, no catalog-wide counts
-    worst = len(SEVERITIES) if at_least is None else SEVERITIES.index(at_least)
-    chosen = [
-        f
-        for f in findings
-        if (severity is None or f.severity == severity)
-        and (check is None or f.code == check)
-        and SEVERITIES.index(f.severity) <= worst
-    ]
+    view = state.findings_view(tenant)  # none about others' tools, no catalog-wide counts
+    chosen = view.chosen(severity, check, at_least)
     return {
-        "catalog": report.catalog if visible is None else "catalog",  # a tenant never sees the server's path
-        "tools": report.tools if visible is None else len(visible),
-        "counts": {s: sum(f.severity == s for f in findings) for s in SEVERITIES},
-        "checks": _count_by_check(findings),
+        "catalog": view.report.catalog if view.everything else "catalog",  # a tenant never sees the server's path
+        "tools": view.tools,
+        "counts": view.counts,
+        "checks": view.checks,
         "total": len(chosen),
         "offset": offset,
         "limit": limit,
-        "findings": [asdict(finding) for finding in chosen[offset : offset + limit]],
-        "schema_tokens": {n: c for n, c in report.schema_tokens.items() if visible is None or n in visible},
-        "per_tool_accuracy": report.per_tool_accuracy,
+        "findings": view.as_json(chosen[offset : offset + limit]),
+        **view.serialised,  # schema_tokens, per_tool_accuracy
     }
 
 
 def lint_report(state: ServiceState) -> LintReport:
     """The serving catalog's report (computed once per catalog, ahead of time when it is published)."""
     return state.lint_report()
-
-
-def _count_by_check(findings: list[Any]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for finding in findings:
-        counts[finding.code] = counts.get(finding.code, 0) + 1
-    return dict(sorted(counts.items()))
 
 
 @router.get(
@@ -103,18 +86,27 @@ async def catalog_map(state: State, tenant: Tenant) -> Response:
 
 
 def map_body(state: ServiceState, tenant: TenantSpec | None) -> Response:
+    """The map's body, serialised once per catalog, tenant and set of feedback counts."""
     current = state.routers.get()
     state.usage.refresh()
     pool = tenant.name if tenant is not None else ""
     key = (current.catalog.fingerprint, pool)
+    usage = {name: len(texts) for name, texts in state.usage.book.summary(pool).items()}
+    counts = tuple(sorted(usage.items()))
+    with state.cache_lock:
+        body = state.map_bodies.get(key)
+    if body is not None and body[0] == counts:
+        return Response(body[1], media_type="application/json")
     with state.cache_lock:
         document = state.catalog_maps.get(key)
     if document is None:
         document = map_of(current, state.caller(tenant, current).scope, lint_report(state))
         with state.cache_lock:
             state.catalog_maps[key] = document
-    usage = {name: len(texts) for name, texts in state.usage.book.summary(pool).items()}
-    return JSONBytes(with_feedback(document, usage))
+    rendered = JSONBytes(with_feedback(document, usage)).body
+    with state.cache_lock:
+        state.map_bodies[key] = (counts, bytes(rendered))
+    return Response(rendered, media_type="application/json")
 
 
 @router.get("/favicon.ico", include_in_schema=False)
