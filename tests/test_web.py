@@ -199,9 +199,8 @@ def test_the_lint_report_is_made_once_asked_for_then_ahead_of_each_publish(tiny_
 def test_lint_pages_and_filters_findings(tiny_router: object) -> None:
     from fastapi.testclient import TestClient
 
-    from toolsift.wire import LintPage
-
     from toolsift.service import create_app
+    from toolsift.wire import LintPage
 
     with TestClient(create_app(tiny_router)) as client:  # type: ignore[arg-type]
         everything = client.get("/lint", params={"limit": 1000}).json()
