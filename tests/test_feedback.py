@@ -517,6 +517,9 @@ def test_memory_follows_the_retained_feedback_not_every_request_ever_sent(tiny_r
     assert tiny_router.usage is not None
     retained = len(tiny_router.usage.examples(""))
     assert retained == 256 and len(tiny_router._example_vectors) <= 2 * retained + 256
+    with_examples = {tool_id for tool_id, _ in tiny_router._examples}
+    assert len(tiny_router._summaries) <= len(with_examples) + 1  # one per tool with requests, not per change
     tiny_router.usage.reset()
     tiny_router.route("weather", 2)
     assert len(tiny_router._example_vectors) <= 256
+    assert len(tiny_router._summaries) <= len(with_examples) + 1

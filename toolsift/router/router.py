@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from cachetools import LRUCache
 
 from toolsift import tracing
 from toolsift.catalog import Catalog, Tool, fingerprint_tools
@@ -141,7 +140,10 @@ class Router:
         """Feedback this router learns from (``learn``, ``attach``); None: catalog examples only."""
         self._examples = catalog_examples((i, tool.examples) for i, tool in enumerate(index.catalog))
         self._example_vectors: dict[str, Vector] = {}
-        self._summaries: LRUCache[tuple[int, int], Matrix] = LRUCache(4 * len(index.catalog) + 1024)
+        self._summaries: dict[tuple[int, tuple[str, ...]], Matrix] = {}
+        """Each tool's summarised example vectors, by (tool, its example texts); only those some
+        pool's current views use are kept (``_summaries_in_use``)."""
+        self._summaries_in_use: dict[str, set[tuple[int, tuple[str, ...]]]] = {}
         self._views: dict[str, tuple[int, ExampleViews | None]] = {}
         self._views_lock = threading.Lock()
         self._tool_best: np.ndarray | None = None
@@ -442,7 +444,7 @@ class Router:
                     for tool, text in self.usage.examples(pool)
                     if tool in self.catalog
                 ]
-            views = ExampleViews.of(self._example_pairs(pairs))
+            views = ExampleViews.of(self._example_pairs(pairs, key))
             self._views[key] = (version, views)
             self._forget_unretained_vectors()
             return views
@@ -457,8 +459,10 @@ class Router:
         if len(self._example_vectors) > 2 * len(retained) + 256:
             self._example_vectors = {t: v for t, v in self._example_vectors.items() if t in retained}
 
-    def _example_pairs(self, pairs: Sequence[tuple[int, str]]) -> list[tuple[int, Vector]]:
-        """(tool id, vector) for each example; a tool with many is summarised (``summarise``)."""
+    def _example_pairs(self, pairs: Sequence[tuple[int, str]], pool_key: str) -> list[tuple[int, Vector]]:
+        """(tool id, vector) for each example; a tool with many is summarised (``summarise``).
+        Summaries no pool uses any more (a tool's requests changed) are dropped: memory follows
+        the retained feedback, not every set of requests a tool ever had."""
         missing = list(dict.fromkeys(text for _, text in pairs if text not in self._example_vectors))
         for start in range(0, len(missing), 256):
             batch = missing[start : start + 256]
@@ -467,15 +471,19 @@ class Router:
         for tool_id, text in pairs:
             texts.setdefault(tool_id, []).append(text)
         found: list[tuple[int, Vector]] = []
-        for tool_id, own in texts.items():
-            found += [(tool_id, vector) for vector in self._summary(tool_id, tuple(own))]
+        keys = [(tool_id, tuple(own)) for tool_id, own in texts.items()]
+        for key in keys:
+            found += [(key[0], vector) for vector in self._summary(key)]
+        self._summaries_in_use[pool_key] = set(keys)
+        in_use = set().union(*self._summaries_in_use.values())
+        if len(self._summaries) > len(in_use):
+            self._summaries = {key: value for key, value in self._summaries.items() if key in in_use}
         return found
 
-    def _summary(self, tool_id: int, texts: tuple[str, ...]) -> Matrix:
-        key = (tool_id, hash(texts))
+    def _summary(self, key: tuple[int, tuple[str, ...]]) -> Matrix:
         summary = self._summaries.get(key)
         if summary is None:
-            summary = summarise(np.vstack([self._example_vectors[text] for text in texts]))
+            summary = summarise(np.vstack([self._example_vectors[text] for text in key[1]]))
             self._summaries[key] = summary
         return summary
 
