@@ -21,6 +21,8 @@ from typing import Any
 
 import orjson
 
+from toolsift.index.folder_lock import nothing_to_check
+
 logger = logging.getLogger("toolsift.index")
 
 SUFFIX = ".feedback.jsonl"
@@ -51,7 +53,7 @@ class FeedbackLog:
         """The log's file lock (and the shared lock given, taken first); yields the check to call
         before writing (it raises if the shared lock was lost meanwhile)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        shared = self._shared_lock() if self._shared_lock else nullcontext(_nothing_to_check)
+        shared = self._shared_lock() if self._shared_lock else nullcontext(nothing_to_check)
         with shared as still_held, open(self._lock_path, "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
@@ -119,10 +121,6 @@ class FeedbackLog:
         os.replace(temporary, self.path)
         stat = os.stat(self.path)
         self._identity, self._offset, self.appended = (stat.st_dev, stat.st_ino), stat.st_size, len(records)
-
-
-def _nothing_to_check() -> None:
-    return None
 
 
 def _ends_with_newline(path: Path) -> bool:

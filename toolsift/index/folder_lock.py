@@ -24,6 +24,12 @@ from toolsift.errors import IndexBusy
 OFF = {"off", "0", "false", "no"}
 
 
+def nothing_to_check() -> None:
+    """What a lock that cannot be lost gives to check before writing (``leases.Lease.check``
+    for a replicas' lock): nothing to do."""
+    return None
+
+
 def lock_file(folder: str | Path) -> Path:
     """``.<name>-lock`` beside the folder (outside the ``.<name>.*`` names a save cleans up)."""
     path = Path(folder)

@@ -16,7 +16,7 @@ from toolsift.catalog import Catalog
 from toolsift.embeddings import Embedder
 from toolsift.errors import CatalogManagedElsewhere, IndexMismatch, UnknownTag
 from toolsift.index import Manifest
-from toolsift.index.folder_lock import folder_lock
+from toolsift.index.folder_lock import folder_lock, nothing_to_check
 from toolsift.router import Router
 from toolsift.service.state import ServiceState
 
@@ -172,12 +172,8 @@ def shared_lock(state: ServiceState, name: str, what: str) -> AbstractContextMan
     """The replicas' lock on ``name`` for this index folder, giving the check to call before
     writing (``leases``); nothing to hold or check without a shared store."""
     if state.replicas is None:
-        return nullcontext(_nothing_to_check)
+        return nullcontext(nothing_to_check)
     return state.replicas.lock(shared_lock_name(name, state.settings.index_path), what)
-
-
-def _nothing_to_check() -> None:
-    return None
 
 
 def shared_lock_name(name: str, index_path: Path) -> str:

@@ -122,12 +122,13 @@ class Lease:
 
     def check(self) -> None:
         """Before an irreversible write: the lock is still this holder's (``LockLost`` if not)."""
-        client = self.replicas.client
-        held = self.replicas.call(
-            lambda: client.eval(_HOLD, 2, self.key, self.fence_key, self.token, str(self.fence), self._ms), self.what
-        )
-        if not int(held):
+        if not self.replicas.call(self._hold, self.what):
             raise LockLost(self.key, self.what, self.seconds)
+
+    def _hold(self) -> bool:
+        """One run of ``_HOLD``: renewed (or taken back) if still this holder's."""
+        held = self.replicas.client.eval(_HOLD, 2, self.key, self.fence_key, self.token, str(self.fence), self._ms)
+        return bool(int(held))
 
     def release(self) -> None:
         self._stop.set()
@@ -143,10 +144,9 @@ class Lease:
     def _renew(self) -> None:
         """Every third of a lease, extend it; a failed renewal is tried at the next tick (the
         lease may lapse meanwhile: ``check`` then decides)."""
-        client = self.replicas.client
         while not self._stop.wait(self.seconds / 3):
             try:
-                client.eval(_HOLD, 2, self.key, self.fence_key, self.token, str(self.fence), self._ms)
+                self._hold()
             except redis.RedisError:
                 logger.warning("could not renew the shared lock %s", self.name)
 
