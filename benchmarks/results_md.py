@@ -289,7 +289,8 @@ def tuning_section(document: dict[str, Any]) -> str:
 
     points = [TuningPoint(**{**p, **_int_keys(p)}) for p in document["points"]]
     split = points[0].split_by if points else "tool"
-    anchor = "## Fine-tuning" + (" (split by tool)" if split == "tool" else " (split by query)")
+    pairs = max((p.pairs for p in points), default=0)
+    anchor = f"## Fine-tuning (split by {split}" + (f", {pairs:,} pairs: training time)" if pairs >= 10_000 else ")")
     explain = (
         "A seeded half of the *tools* is known: requests whose tools are all known are fed (as feedback, and as "
         "the pairs a model is tuned on); requests whose tools are all unknown are scored (mixed ones left out). "

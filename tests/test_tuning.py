@@ -366,6 +366,12 @@ def test_the_tuning_bench_scores_unknown_tools_with_each_method() -> None:
     assert "toolsift+tuned+feedback - toolsift+feedback" in point.difference
     assert point.selection["candidates"].keys() == {"adapter"}  # the hashing model takes no whole fine-tune
     assert "| slang | tool | 0.5 |" in tuning_table([point])
+    assert set(point.route_p50_ms) == {"toolsift route", "toolsift+tuned route", "toolsift+tuned:adapter route"}
+    # one kind alone is labelled toolsift+tuned, and its row shows that kind's training figures
+    [alone] = run_tuning_curve(dataset, get_embedder("hashing-256"), [0.5], [5], kinds=["adapter"])
+    row = next(line for line in tuning_table([alone]).splitlines() if "| toolsift+tuned |" in line)
+    assert row.split("|")[-3].strip() == str(alone.training["adapter"]["seconds"])
+    assert row.split("|")[-2].strip() == str(alone.training["adapter"]["pairs_per_second"])
 
 
 def test_a_shadow_model_ranks_every_request_logs_both_and_serves_the_old(

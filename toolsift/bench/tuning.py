@@ -116,9 +116,9 @@ def run_tuning_curve(
                 taught = Router(tuned.index, tuned.embedder, tuned.ranking)
                 taught.learn(feedback_of(fed))
                 routers[label + "+feedback"] = (taught, "")
-                point.route_p50_ms[f"{label} route"] = _route_p50(tuned, scored)
             recalls = {name: _recalls(r, pool, scored, ks) for name, (r, pool) in routers.items()}
-        point.route_p50_ms["toolsift route"] = _route_p50(base, scored)
+            timed = {f"{name} route": r for name, (r, pool) in routers.items() if pool is None}
+            point.route_p50_ms = _route_p50s(timed, scored)
         for name, per_k in recalls.items():
             point.recall[name] = {k: round(mean(v), 4) for k, v in per_k.items()}
             point.ci95[name] = {k: round(interval95(v), 4) for k, v in per_k.items()}
@@ -154,20 +154,26 @@ def _tuned(kind: str, base: Router, pairs: Sequence[Pair], recipe: Recipe, time_
     return models.load(name, workdir)
 
 
-def _route_p50(router: Router, scored: Sequence[Query]) -> float:
-    """Median time of one uncached route (embedding and ranking) on the same requests: a fresh
-    router over the same index, its query cache empty, the embedder without the bench's memo."""
-    inner: Embedder = getattr(router.embedder, "inner", router.embedder)
-    fresh = Router(router.index, inner, router.ranking)
+def _route_p50s(routers: dict[str, Router], scored: Sequence[Query]) -> dict[str, float]:
+    """Median time of one uncached route (embedding and ranking) per router, on the same requests,
+    the routers taking turns request by request (so a busy moment of the machine falls on all of
+    them alike): fresh routers over the same indexes, their query caches empty, the embedders
+    without the bench's memo."""
+    fresh = {}
+    for name, router in routers.items():
+        inner: Embedder = getattr(router.embedder, "inner", router.embedder)
+        fresh[name] = Router(router.index, inner, router.ranking)
     texts = [q.text for q in scored if within_query_limit(q.text)][:LATENCY_QUERIES]
-    if texts:
-        fresh.route(texts[0] + " warm-up", 5, usage_pool=None)
-    timings = []
+    timings: dict[str, list[float]] = {name: [] for name in fresh}
+    for router in fresh.values():
+        if texts:
+            router.route(texts[0] + " warm-up", 5, usage_pool=None)
     for text in texts:
-        started = time.perf_counter()
-        fresh.route(text, 5, usage_pool=None)
-        timings.append((time.perf_counter() - started) * 1000)
-    return round(statistics.median(timings), 3) if timings else 0.0
+        for name, router in fresh.items():
+            started = time.perf_counter()
+            router.route(text, 5, usage_pool=None)
+            timings[name].append((time.perf_counter() - started) * 1000)
+    return {name: round(statistics.median(t), 3) if t else 0.0 for name, t in timings.items()}
 
 
 def tuning_table(points: Sequence[TuningPoint], k: int = 5) -> str:
@@ -187,7 +193,9 @@ def tuning_table(points: Sequence[TuningPoint], k: int = 5) -> str:
 def _training_cells(point: TuningPoint, method: str) -> tuple[str, str]:
     if "tuned" not in method or method.endswith("+feedback"):
         return "", ""
-    kind = method.removeprefix("toolsift+tuned").removeprefix(":") or "auto"
+    kind = method.removeprefix("toolsift+tuned").removeprefix(":")
+    if not kind:  # the one kind run: auto, or the kind it names
+        kind = "auto" if point.selection else next(iter(point.training), "auto")
     if kind == "auto":
         runs = {name: t for name, t in point.training.items() if name.startswith("auto:")}
         published = point.selection.get("published") or "none"
