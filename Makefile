@@ -117,6 +117,8 @@ bench: install services mcp-servers openapi-specs
 		--tune-pairs 3000 --json benchmarks/results/tuning-by-tool.json
 	$(BIN)/toolsift bench --datasets $(DATASETS) --limit 6000 --feedback-split 0.5 --split-by query --tune auto \
 		--tune-pairs 3000 --json benchmarks/results/tuning-by-query.json
+	$(BIN)/toolsift bench --dataset $(DATASETS)/metatool --limit 21041 --feedback-split 0.5 --split-by query --tune full \
+		--tune-pairs 10000 --tune-time-limit 1800 --methods toolsift --json benchmarks/results/tuning-10k.json
 	$(BIN)/toolsift perf --replicas --sizes 1000 --requests 800 --json benchmarks/results/replicas.json
 	$(BIN)/toolsift perf --against 94a923d --rounds 3 --requests 400 --json benchmarks/results/against.json
 	$(BIN)/toolsift perf --gateway benchmarks/gateway-servers.json --catalog toolsift/data/default_catalog.yaml --calls 1000 \
@@ -133,7 +135,7 @@ bench: install services mcp-servers openapi-specs
 		--methods toolsift,toolsift-groups-0.25,toolsift-groups-0.5,toolsift-groups-1
 	$(BIN)/python benchmarks/results_md.py benchmarks/results/accuracy.json benchmarks/results/performance.json \
 		benchmarks/results/feedback.json benchmarks/results/tuning-by-tool.json benchmarks/results/tuning-by-query.json \
-		benchmarks/results/replicas.json benchmarks/results/sessions.json benchmarks/results/sessions-long.json \
+		benchmarks/results/tuning-10k.json benchmarks/results/replicas.json benchmarks/results/sessions.json benchmarks/results/sessions-long.json \
 		benchmarks/results/abstention.json benchmarks/results/accuracy-ensemble.json \
 		benchmarks/results/accuracy-minilm-ko.json benchmarks/results/backends.json \
 		benchmarks/results/accuracy-int8.json benchmarks/results/against.json benchmarks/results/gateway.json \

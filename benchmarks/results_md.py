@@ -305,8 +305,8 @@ def tuning_section(document: dict[str, Any]) -> str:
         "tuned+feedback minus toolsift+feedback) with their 95% interval; train s and pairs/s are the training's.",
         "", tuning_table(points), "",
         "Route p50 (ms; one uncached query, embedding and ranking, same requests, same run): "
-        + "; ".join(f"{p.dataset}: " + ", ".join(f"{k.removesuffix(' route')} {v:.2f}" for k, v in p.route_p50_ms.items())
-                    for p in points),
+        + ("; ".join(f"{p.dataset}: " + ", ".join(f"{k.removesuffix(' route')} {v:.2f}" for k, v in p.route_p50_ms.items())
+                     for p in points if p.route_p50_ms) or document.get("note", "not measured")),
     ]) + "\n"  # fmt: skip
 
 
