@@ -159,15 +159,12 @@ def _route_p50s(routers: dict[str, Router], scored: Sequence[Query]) -> dict[str
     the routers taking turns request by request (so a busy moment of the machine falls on all of
     them alike): fresh routers over the same indexes, their query caches empty, the embedders
     without the bench's memo."""
-    fresh = {}
-    for name, router in routers.items():
-        inner: Embedder = getattr(router.embedder, "inner", router.embedder)
-        fresh[name] = Router(router.index, inner, router.ranking)
+    fresh = {name: Router(r.index, getattr(r.embedder, "inner", r.embedder), r.ranking) for name, r in routers.items()}
     texts = [q.text for q in scored if within_query_limit(q.text)][:LATENCY_QUERIES]
     timings: dict[str, list[float]] = {name: [] for name in fresh}
-    for router in fresh.values():
-        if texts:
-            router.route(texts[0] + " warm-up", 5, usage_pool=None)
+    for text in texts[:1]:  # warm-up
+        for router in fresh.values():
+            router.route(text + " warm-up", 5, usage_pool=None)
     for text in texts:
         for name, router in fresh.items():
             started = time.perf_counter()
