@@ -44,6 +44,11 @@ class Recipe:
     """Add each request's hardest wrong tool (``models.confusions``) as a negative: off, it measured
     worse for tools no request named (benchmarks/DECISIONS.md)."""
     warmup: float = 0.1
+    symmetric: bool = False
+    """Also pull each tool toward its request against the batch's other requests."""
+    blend: float = 1.0
+    """Share of the tuned weights kept: the encoder ends at ``base + blend * (tuned - base)``
+    (weight-space ensembling, WiSE-FT)."""
     adapter_epochs: int = 30
     adapter_learning_rate: float = 1e-3
     adapter_tether: float = 1.0
@@ -115,12 +120,14 @@ def train_full(
     """The sentence-transformers model in ``source`` fine-tuned on ``pairs`` (``texts``: each
     tool's text), until done or ``deadline`` (``time.monotonic``)."""
     torch, SentenceTransformer = torch_modules()
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.sentence_transformer import losses
 
     torch.manual_seed(recipe.seed)
     model = SentenceTransformer(str(source), device="cpu", local_files_only=True)
     model.max_seq_length = recipe.max_tokens
-    loss = MultipleNegativesRankingLoss(model, scale=recipe.scale)
+    base = {name: value.detach().clone() for name, value in model.state_dict().items()} if recipe.blend < 1 else {}
+    kind = losses.MultipleNegativesSymmetricRankingLoss if recipe.symmetric else losses.MultipleNegativesRankingLoss
+    loss = kind(model, scale=recipe.scale)
     optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.learning_rate)
     plan = [batch for epoch in range(recipe.epochs) for batch in batches(pairs, recipe.batch_size, recipe.seed + epoch)]
     warmup = max(1, int(recipe.warmup * len(plan)))
@@ -143,6 +150,7 @@ def train_full(
         optimizer.zero_grad()
         seen, steps = seen + len(batch), steps + 1
     model.eval()
+    _blend(model, base, recipe.blend)
     return model, TrainStats(seen, steps, time.monotonic() - started, steps < len(plan))
 
 
@@ -180,6 +188,16 @@ def train_adapter(
             steps += 1
     trained = matrix.detach().numpy().astype(np.float32)
     return trained, TrainStats(count * recipe.adapter_epochs, steps, time.monotonic() - started, False)
+
+
+def _blend(model: Any, base: Mapping[str, Any], share: float) -> None:
+    """``model``'s weights moved back toward ``base``: ``base + share * (model - base)``."""
+    if not base:
+        return
+    state = model.state_dict()
+    for name, start in base.items():
+        if state[name].is_floating_point():
+            state[name].copy_(start + share * (state[name] - start))
 
 
 def _progress(items: list[Any], show: bool, label: str) -> Any:
