@@ -19,12 +19,20 @@ answerable query's tools; the prefix changes when the no-tool turn delivers a to
 did not have. **Calibration**: the top-5 matches of answerable queries binned by confidence; per
 bin the mean confidence against the share that is relevant (reliability table), and the expected
 calibration error (the bins' gaps weighted by their share of matches).
+
+**Fed** (``fed`` > 0): a seeded share of the answerable queries is learned as feedback first and
+only the rest is scored, as a catalog in use would be. The router then recalibrates each match's
+confidence from those labelled requests (``confidence.Recalibration``): the reliability table is
+given for the reported confidences and for the shape's before recalibration. The sweep is always
+over the shape's confidence of the best match, which is what the router's abstention compares
+(recalibration changes what a match reports, not whether the answer abstains).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +40,7 @@ import numpy as np
 import yaml
 
 from toolsift.bench.datasets import Dataset
+from toolsift.bench.feedback import feedback_of, split
 from toolsift.bench.metrics import interval95, recall_at
 from toolsift.router import Router, Scope
 from toolsift.router.confidence import DEFAULT_MIN_CONFIDENCE, abstention
@@ -56,29 +65,45 @@ def run_abstention(
     k: int = 5,
     thresholds: Sequence[float] = THRESHOLDS,
     no_tool: dict[str, list[str]] | None = None,
+    fed: float = 0.0,
 ) -> dict[str, Any]:
     queries = [query for query in dataset.queries if query.routable and query.relevant]
+    learned, queries = split(queries, fed) if fed > 0 else ([], queries)
+    shape = Router(router.index, router.embedder, replace(router.ranking, recalibrate=False))
+    for each in (router, shape):
+        if learned:
+            each.learn(feedback_of(learned))
     everything = np.arange(len(dataset.catalog), dtype=np.int64)
     answerable: list[tuple[Routed, tuple[str, ...]]] = []
+    reported: list[tuple[Routed, tuple[str, ...]]] = []
     removed: list[Routed] = []
     for query in queries:
-        answerable.append((_routed(router, query.text, k), query.relevant))
+        answerable.append((_routed(shape, query.text, k), query.relevant))
+        reported.append((_routed(router, query.text, k), query.relevant))
         hidden = np.asarray(sorted(dataset.catalog.position(name) for name in query.relevant), dtype=np.int64)
-        scope = Scope.of(router.catalog, np.setdiff1d(everything, hidden, assume_unique=True))
-        removed.append(_routed(router, query.text, k, scope))
-    generic = {language: [_routed(router, text, k) for text in texts] for language, texts in (no_tool or {}).items()}
-    native = [_routed(router, query.text, k) for query in dataset.queries if query.routable and not query.relevant]
+        scope = Scope.of(shape.catalog, np.setdiff1d(everything, hidden, assume_unique=True))
+        removed.append(_routed(shape, query.text, k, scope))
+    generic = {language: [_routed(shape, text, k) for text in texts] for language, texts in (no_tool or {}).items()}
+    native = [_routed(shape, query.text, k) for query in dataset.queries if query.routable and not query.relevant]
     rows = [_row(threshold, answerable, removed, generic, native, k) for threshold in thresholds]
+    recalibration = router.calibration("").recalibration
     return {
         "dataset": dataset.name,
         "tools": len(dataset.catalog),
         "queries": len(answerable),
+        "fed": len(learned),
         "no_tool_queries": len(native),
         "generic_no_tool": {language: len(texts) for language, texts in generic.items()},
         "left_out_too_long": sum(not query.routable for query in dataset.queries),
         "k": k,
         "rows": rows,
-        "reliability": reliability(answerable),
+        "reliability": reliability(reported),
+        "reliability_shape": reliability(answerable),
+        "recalibration": {
+            "slope": recalibration.slope,
+            "intercept": recalibration.intercept,
+            "requests": recalibration.requests,
+        },
     }
 
 
@@ -173,7 +198,8 @@ def abstention_table(results: Sequence[dict[str, Any]]) -> str:
     for result in results:
         languages = list(result["generic_no_tool"])
         native = bool(result.get("no_tool_queries"))
-        out.append(f"### {result['dataset']} ({result['tools']} tools, {result['queries']} answerable queries)\n")
+        fed = f", {result['fed']} more learned as feedback first" if result.get("fed") else ""
+        out.append(f"### {result['dataset']} ({result['tools']} tools, {result['queries']} answerable queries{fed})\n")
         head = ["min_confidence", "Recall@5 change", "tools sent", "abstain: relevant removed", "abstain: generic"]
         head += [f"abstain: {language}" for language in languages] + ["session prefix changed"]
         head += ["abstain: dataset's no-tool"] if native else []
@@ -192,16 +218,27 @@ def abstention_table(results: Sequence[dict[str, Any]]) -> str:
             cells.append(f"{row.get('prefix_changed', 0.0):.2f}")
             cells += [f"{row['abstained_native']:.2f}"] if native else []
             out.append("| " + " | ".join(cells) + " |")
-        bins = result["reliability"]["bins"]
-        out.append(
-            f"\nReliability of the top-{result['k']} matches' confidence ({result['reliability']['matches']} matches, "
-            f"expected calibration error {result['reliability']['ece']:.3f}): "
-            + ", ".join(f"{b['confidence']:.2f}→{b['relevant']:.2f} (n={b['matches']})" for b in bins)
-            + "\n"
-        )
+        out.append(_reliability_line(result, "reliability", "confidence"))
+        if result.get("recalibration", {}).get("requests"):
+            fit = result["recalibration"]
+            out.append(
+                _reliability_line(result, "reliability_shape", "confidence before recalibration")
+                + f"Recalibrated from {fit['requests']} labelled requests: slope {fit['slope']:.2f}, "
+                f"intercept {fit['intercept']:+.2f} (on the logit).\n"
+            )
     legend = (
         "Recall@5 change: against no abstention on the same queries (95% interval, paired). Abstain: share of "
         "no-tool requests answered with no tools. Session prefix changed: share of generic no-tool turns that "
         "added a tool to the session. Reliability: mean confidence → share relevant, per confidence bin."
     )
     return "\n".join(out) + "\n" + legend + "\n"
+
+
+def _reliability_line(result: dict[str, Any], key: str, label: str) -> str:
+    table = result[key]
+    return (
+        f"\nReliability of the top-{result['k']} matches' {label} ({table['matches']} matches, "
+        f"expected calibration error {table['ece']:.3f}): "
+        + ", ".join(f"{b['confidence']:.2f}→{b['relevant']:.2f} (n={b['matches']})" for b in table["bins"])
+        + "\n"
+    )

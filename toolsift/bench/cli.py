@@ -304,10 +304,23 @@ def bench(
     default=None,
     help="YAML of requests no tool serves, by language (default: benchmarks/abstention/no_tool_eval.yaml).",
 )
+@click.option(
+    "--fed",
+    type=click.FloatRange(0, 0.9),
+    default=0.0,
+    show_default=True,
+    help="Share of the answerable queries learned as feedback first (seeded); the rest are scored.",
+)
 @model_option
 @json_option
 def abstention_bench(
-    folders: list[Path], limit: int, k: int, no_tool_path: Path | None, model: str | None, json_path: Path | None
+    folders: list[Path],
+    limit: int,
+    k: int,
+    no_tool_path: Path | None,
+    fed: float,
+    model: str | None,
+    json_path: Path | None,
 ) -> None:
     """Measure what each min_confidence keeps of answerable queries and abstains on when no tool fits."""
     from toolsift.bench.abstention import NO_TOOL_EVAL, abstention_table, generic_no_tool, run_abstention
@@ -320,7 +333,8 @@ def abstention_bench(
     results = []
     for folder in folders:
         dataset = _load(folder).sample(limit)
-        results.append(run_abstention(dataset, router_for(dataset.catalog, settings), k, no_tool=generic_no_tool(path)))
+        router = router_for(dataset.catalog, settings)
+        results.append(run_abstention(dataset, router, k, no_tool=generic_no_tool(path), fed=fed))
         click.echo(abstention_table(results[-1:]))
     write_figures(
         json_path,

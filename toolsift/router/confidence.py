@@ -22,6 +22,15 @@ requests written for the bundled catalog and the no-tool set, never on benchmark
 catalog-specific is the center and spread, refitted by every router from its own catalog and,
 per feedback pool, with that pool's fed requests as views of their tools (a reload, an edit, new
 feedback and a restart all refit; the same catalog and feedback give the same calibration).
+
+Two questions, two figures. Whether *any* tool serves the request is the best match's
+confidence from the shape: the answer abstains when it is under ``min_confidence``. Whether *this*
+match is the one is each match's reported confidence: once the catalog knows enough labelled
+requests (its ``examples`` and the pool's feedback, ``RECALIBRATE_FROM`` at least), the shape's
+confidences are recalibrated to how often matches like them were the labelled tool there
+(``Recalibration``: Platt scaling of the logit, fitted on those requests, each routed with the
+views of the others). A catalog of near-duplicate tools, where one request fits several, thus
+reports lower per-match confidences without abstaining more.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -51,6 +61,13 @@ CENTER_QUANTILE = 0.9
 """The catalog's center is this quantile of the no-tool requests' margins: where the hardest of
 them (the ones in the catalog's own language, phrased closest to its tools) lie, whatever the
 mix of languages below it."""
+RECALIBRATE_FROM = 50
+"""Labelled requests a catalog needs before its per-match confidences are recalibrated."""
+RECALIBRATION_SAMPLE = 300
+"""At most this many labelled requests (seeded) are routed to fit the recalibration."""
+RECALIBRATION_GROWTH = 1.25
+"""The recalibration is refitted once the labelled requests grew by this factor since its fit."""
+MIN_SLOPE = 0.05
 SPREAD_UNITS = 1.2816
 """The spread: the center's distance from the median margin, in the standard deviations that
 separate a normal distribution's 90th percentile from its median."""
@@ -101,6 +118,64 @@ def no_tool_vectors(model: str, dimension: int, embed: Callable[[Sequence[str]],
 
 
 @dataclass(frozen=True)
+class Recalibration:
+    """``sigmoid(slope * logit(p) + intercept)``: a catalog's per-match confidence from the shape's."""
+
+    slope: float = 1.0
+    intercept: float = 0.0
+    requests: int = 0
+    """Labelled requests it was fitted from (0: the identity, not fitted)."""
+
+    def apply(self, confidence: float) -> float:
+        if self.requests == 0:
+            return confidence
+        return float(_sigmoid(self.slope * _logit(confidence) + self.intercept))
+
+
+IDENTITY = Recalibration()
+
+
+def fit_recalibration(
+    confidences: np.ndarray, relevant: np.ndarray, requests: int, prior: float = 1.0
+) -> Recalibration:
+    """Platt scaling: the slope and intercept over ``logit(confidences)`` that best predict
+    ``relevant`` (0/1), pulled toward the identity by an L2 ``prior`` so few requests move it little
+    (Newton's method, each step halved until the penalised log loss falls)."""
+    design = np.column_stack([_logit(np.asarray(confidences, dtype=np.float64)), np.ones(len(confidences))])
+    labels = np.asarray(relevant, dtype=np.float64)
+    start = np.array([1.0, 0.0])
+
+    def loss(weights: np.ndarray) -> float:
+        logits = design @ weights
+        log_loss = labels * np.logaddexp(0, -logits) + (1 - labels) * np.logaddexp(0, logits)
+        return float(log_loss.sum() + prior / 2 * ((weights - start) ** 2).sum())
+
+    weights = start.copy()
+    for _ in range(50):
+        predicted = _sigmoid(design @ weights)
+        gradient = design.T @ (predicted - labels) + prior * (weights - start)
+        hessian = (design * (predicted * (1 - predicted))[:, None]).T @ design + prior * np.eye(2)
+        step = np.linalg.solve(hessian, gradient)
+        size, before = 1.0, loss(weights)
+        while size > 1e-6 and loss(weights - size * step) > before - 1e-4 * size * float(gradient @ step):
+            size /= 2
+        weights = weights - size * step
+        if float(np.abs(size * step).max()) < 1e-8:
+            break
+    slope = max(float(weights[0]), MIN_SLOPE)  # a higher confidence never reports a lower one
+    return Recalibration(round(slope, 4), round(float(weights[1]), 4), requests)
+
+
+def _logit(p: Any) -> Any:
+    p = np.clip(p, 1e-6, 1 - 1e-6)
+    return np.log(p / (1 - p))
+
+
+def _sigmoid(x: Any) -> Any:
+    return 1.0 / (1.0 + np.exp(-np.clip(x, -30.0, 30.0)))
+
+
+@dataclass(frozen=True)
 class Calibration:
     """Where this catalog puts requests no tool serves; turns matches into confidences."""
 
@@ -108,6 +183,7 @@ class Calibration:
     center: float
     spread: float
     shape: Shape = SHAPE
+    recalibration: Recalibration = IDENTITY
 
     @classmethod
     def fit(

@@ -57,6 +57,9 @@ class RankingConfig:
     min_confidence: float = DEFAULT_MIN_CONFIDENCE
     """A request whose best match is less likely than this to serve it gets no tools (abstains);
     0 never abstains (``toolsift.router.confidence``)."""
+    recalibrate: bool = True
+    """Recalibrate each match's confidence from the catalog's labelled requests (its examples and
+    the pool's feedback) once it has enough (``toolsift.router.confidence.Recalibration``)."""
     group_weight: float = 0.0
     """Weight of the standardised group score (``GroupIndex``) added to each grouped tool's score;
     0 ranks every tool flat (the default: see benchmarks/DECISIONS.md, "Groups")."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -32,7 +33,17 @@ from toolsift.errors import IndexMismatch, InvalidQuery, UnknownTool
 from toolsift.index import BuildStats, IndexKind, ToolIndex
 from toolsift.index.lexical import LexicalIndex, search_tokens
 from toolsift.router.caller import DEFAULT_K
-from toolsift.router.confidence import Calibration, abstention, calibrated_for, no_tool_vectors
+from toolsift.router.confidence import (
+    RECALIBRATE_FROM,
+    RECALIBRATION_GROWTH,
+    RECALIBRATION_SAMPLE,
+    Calibration,
+    Recalibration,
+    abstention,
+    calibrated_for,
+    fit_recalibration,
+    no_tool_vectors,
+)
 from toolsift.router.formats import OutputFormat, format_tool
 from toolsift.router.intents import split_intents
 from toolsift.router.ranking import DenseMoments, GroupIndex, Ranked, RankingConfig, rank
@@ -148,6 +159,7 @@ class Router:
         self._views_lock = threading.Lock()
         self._tool_best: np.ndarray | None = None
         self._calibrations: dict[str, tuple[int, Calibration]] = {}
+        self._recalibrations: dict[str, Recalibration] = {}
         self._calibration_lock = threading.Lock()
 
     # -- construction ----------------------------------------------------------------------
@@ -321,8 +333,8 @@ class Router:
                     none = {text: calibration.none_similarity(vectors[text]) for text in [query, *parts]}
                     matches = self._merge(whole, part_tops, k, min_score, calibration, none)
                     matches = self._named_first(query, matches, allowed, k)
-                    kept, reason = abstention([m.confidence for m in matches], threshold)
-                    matches = [replace(matches[i], rank=rank) for rank, i in enumerate(kept, start=1)]
+                    kept, reason = abstention([m.confidence for m in matches], threshold)  # does any fit
+                    matches = self._recalibrated_matches([matches[i] for i in kept], query, calibration)
                 results.append(
                     RouteResult(
                         query=query,
@@ -361,9 +373,56 @@ class Router:
             best = self._tool_best
             if views is not None and len(views):  # a fed request lifts its tool for requests like it
                 best = np.maximum(best, (views.vectors @ vectors.T).max(axis=0))
-            calibration = Calibration.fit(vectors, best)
+            calibration = self._recalibrated(key, pool, Calibration.fit(vectors, best))
             self._calibrations[key] = (version, calibration)
             return calibration
+
+    def _labelled(self, pool: str | None) -> list[tuple[int, str]]:
+        """(tool id, request) for the catalog's examples and, unless ``pool`` is None, its feedback."""
+        pairs = list(self._examples)
+        if self.usage is not None and pool is not None:
+            pairs += [(self.catalog.position(t), text) for t, text in self.usage.examples(pool) if t in self.catalog]
+        return pairs
+
+    def _recalibrated(self, key: str, pool: str | None, calibration: Calibration) -> Calibration:
+        """``calibration`` with the per-match recalibration its labelled requests support: none under
+        ``RECALIBRATE_FROM`` requests, refitted once they grew by ``RECALIBRATION_GROWTH``."""
+        pairs = self._labelled(pool)
+        tools_of: dict[str, set[int]] = {}
+        for tool_id, text in pairs:
+            tools_of.setdefault(text, set()).add(tool_id)
+        known = self._recalibrations.get(key)
+        if not self.ranking.recalibrate or len(tools_of) < RECALIBRATE_FROM:
+            return calibration
+        if known is None or len(tools_of) >= known.requests * RECALIBRATION_GROWTH:
+            known = self._fit_recalibration(pairs, tools_of, calibration)
+            self._recalibrations[key] = known
+        return replace(calibration, recalibration=known)
+
+    def _fit_recalibration(
+        self, pairs: Sequence[tuple[int, str]], tools_of: dict[str, set[int]], calibration: Calibration
+    ) -> Recalibration:
+        """Platt scaling from a seeded sample of the labelled requests, in two halves, each routed
+        (top 5) with the views of every other labelled request: as a new request would be."""
+        texts = sorted(tools_of)
+        chosen = random.Random(0).sample(texts, min(RECALIBRATION_SAMPLE, len(texts)))
+        confidences: list[float] = []
+        relevant: list[float] = []
+        for half in (chosen[0::2], chosen[1::2]):
+            out = set(half)
+            with self._views_lock:
+                views = ExampleViews.of(self._example_pairs([p for p in pairs if p[1] not in out], "\x00refit"))
+                self._summaries_in_use.pop("\x00refit", None)
+                missing = [text for text in half if text not in self._example_vectors]
+                if missing:
+                    self._example_vectors.update(zip(missing, self.embedder.embed_queries(missing), strict=True))
+                vectors = [self._example_vectors[text] for text in half]
+            for text, vector in zip(half, vectors, strict=True):
+                ranked = self._rank(text, vector, 5, None, views)
+                none = calibration.none_similarity(vector)
+                confidences += calibration.confidences(ranked.evidence, none, ranked.coverage).tolist()
+                relevant += [float(int(i) in tools_of[text]) for i in ranked.ids]
+        return fit_recalibration(np.asarray(confidences), np.asarray(relevant), len(tools_of))
 
     def _best_text_cosines(self, queries: Matrix, chunk: int = 8192) -> np.ndarray:
         """Each query's best cosine with a tool's own text: one pass over the vectors."""
@@ -437,14 +496,7 @@ class Router:
             known = self._views.get(key)
             if known is not None and known[0] == version:
                 return known[1]
-            pairs = list(self._examples)
-            if self.usage is not None and pool is not None:
-                pairs += [
-                    (self.catalog.position(tool), text)
-                    for tool, text in self.usage.examples(pool)
-                    if tool in self.catalog
-                ]
-            views = ExampleViews.of(self._example_pairs(pairs, key))
+            views = ExampleViews.of(self._example_pairs(self._labelled(pool), key))
             self._views[key] = (version, views)
             self._forget_unretained_vectors()
             return views
@@ -514,6 +566,16 @@ class Router:
             if match.name not in merged:
                 merged[match.name] = replace(match, rank=len(merged) + 1)
         return list(merged.values())[:k]
+
+    def _recalibrated_matches(self, matches: list[Match], query: str, calibration: Calibration) -> list[Match]:
+        """``matches`` ranked 1.. with each one's confidence that it is the one (``Recalibration``);
+        a tool the query names exactly stays certain."""
+        named = self.catalog.resolve(query.strip())
+        recalibrated = calibration.recalibration.apply
+        return [
+            replace(m, rank=rank, confidence=m.confidence if m.name == named else round(recalibrated(m.confidence), 4))
+            for rank, m in enumerate(matches, start=1)
+        ]
 
     def _named_first(self, query: str, matches: list[Match], allowed: IdArray | None, k: int) -> list[Match]:
         """A query that is a tool's exact name (or the name providers were sent) finds that tool
