@@ -104,6 +104,7 @@ bench: install services mcp-servers openapi-specs
 	$(BIN)/toolsift bench --datasets $(DATASETS) --model all-MiniLM-L6-v2+multilingual-e5-small --limit 3000 \
 		--methods toolsift,dense,bm25,bm25-cjk --json benchmarks/results/accuracy-ensemble.json
 	$(BIN)/toolsift abstention-bench --datasets $(DATASETS) --limit 400 --json benchmarks/results/abstention.json
+	$(BIN)/toolsift abstention-bench --datasets $(DATASETS) --limit 800 --fed 0.5 --json benchmarks/results/abstention-fed.json
 	$(BIN)/toolsift perf --sizes 1000,10000,100000 --kind auto --json benchmarks/results/performance.json --report benchmarks/report
 	$(BIN)/toolsift perf --backends --sizes 1000 --queries 200 --requests 400 --json benchmarks/results/backends.json
 	$(BIN)/toolsift bench --datasets $(DATASETS) --model all-MiniLM-L6-v2 --methods toolsift,dense --limit 1000 \
@@ -136,7 +137,7 @@ bench: install services mcp-servers openapi-specs
 	$(BIN)/python benchmarks/results_md.py benchmarks/results/accuracy.json benchmarks/results/performance.json \
 		benchmarks/results/feedback.json benchmarks/results/tuning-by-tool.json benchmarks/results/tuning-by-query.json \
 		benchmarks/results/tuning-10k.json benchmarks/results/replicas.json benchmarks/results/sessions.json benchmarks/results/sessions-long.json \
-		benchmarks/results/abstention.json benchmarks/results/accuracy-ensemble.json \
+		benchmarks/results/abstention.json benchmarks/results/abstention-fed.json benchmarks/results/accuracy-ensemble.json \
 		benchmarks/results/accuracy-minilm-ko.json benchmarks/results/backends.json \
 		benchmarks/results/accuracy-int8.json benchmarks/results/against.json benchmarks/results/gateway.json \
 		benchmarks/results/security.json benchmarks/results/curation-load.json benchmarks/results/feedback-memory.json \

@@ -172,10 +172,23 @@ def main(accuracy_path: str, performance_path: str, *others: str) -> str:
 
 
 def abstention_section(document: dict[str, Any]) -> str:
+    fed = any(result.get("fed") for result in document["results"])
     return "\n".join(
         [
-            '## Abstention: saying "no tool" when none fits',
+            '## Abstention: saying "no tool" when none fits' + (" (fed: per-catalog recalibration)" if fed else ""),
             "",
+            *(
+                [
+                    "Half of each dataset's sampled requests are learned as feedback first; the other half is "
+                    "scored, with the feedback's views, as in a catalog in use. Each match's reported confidence "
+                    "is then recalibrated from the fed requests (`Recalibration`), and the reliability of the "
+                    "scored requests' matches is given after and before it; the sweep and the abstention use the "
+                    "confidence before it.",
+                    "",
+                ]
+                if fed
+                else []
+            ),
             f"Command: `{document['command']}`",
             "",
             "Per dataset, each sampled query with relevant tools is routed against the whole catalog (answerable) "

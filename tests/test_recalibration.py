@@ -106,3 +106,25 @@ def test_the_recalibration_follows_feedback_and_is_the_same_after_a_restart(
     restarted = Router.load(router.save(tmp_path / "index"), real_embedder)
     restarted.learn([Feedback(text, tool, contributor=f"u{i}") for i, (text, tool) in enumerate(requests[:grown])])
     assert restarted.calibration("").recalibration == router.calibration("").recalibration
+
+
+@pytest.mark.model
+def test_the_fed_abstention_bench_reports_both_reliabilities_and_abstains_as_the_router_does(
+    real_embedder: Embedder,
+) -> None:
+    from toolsift.bench.abstention import abstention_table, run_abstention
+    from toolsift.bench.datasets import Dataset
+    from toolsift.catalog.queries import Query
+
+    catalog = load_catalog(BUNDLED_CATALOG)
+    queries = tuple(Query(f"q{i}", text, (tool,)) for i, (text, tool) in enumerate(labelled()))
+    router = Router.build(catalog, real_embedder)
+    no_tool = {"en": ["write me a haiku about the sea", "thanks a lot!", "why do cats purr?"]}
+    result = run_abstention(Dataset("bundled", catalog, queries), router, k=5, no_tool=no_tool, fed=0.5)
+    assert result["fed"] + result["queries"] == len(queries) and result["fed"] >= RECALIBRATE_FROM
+    assert result["recalibration"]["requests"] == result["fed"]  # fitted from what was learned
+    assert result["reliability"]["bins"] != result["reliability_shape"]["bins"]
+    assert "before recalibration" in abstention_table([result])
+    default = next(row for row in result["rows"] if row["min_confidence"] == 0.1)
+    served = [router.route(text, 5, min_confidence=0.1).abstained for text in no_tool["en"]]
+    assert default["abstained_en"] == pytest.approx(sum(served) / len(served))  # the sweep is the router's rule

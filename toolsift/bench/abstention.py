@@ -164,7 +164,7 @@ def reliability(answerable: Sequence[tuple[Routed, tuple[str, ...]]], bins: int 
     """Mean confidence and share relevant per confidence bin, over the top-k matches."""
     pairs = [(confidence, name in relevant) for routed, relevant in answerable for name, confidence in routed]
     if not pairs:
-        return {"matches": 0, "ece": 0.0, "bins": []}
+        return {"matches": 0, "ece": 0.0, "log_loss": 0.0, "bins": []}
     confidence = np.array([p for p, _ in pairs])
     relevant = np.array([float(r) for _, r in pairs])
     where = np.minimum((confidence * bins).astype(int), bins - 1)
@@ -184,7 +184,9 @@ def reliability(answerable: Sequence[tuple[Routed, tuple[str, ...]]], bins: int 
                 "relevant": float(relevant[inside].mean()),
             }
         )
-    return {"matches": len(pairs), "ece": error, "bins": table}
+    clipped = np.clip(confidence, 1e-4, 1 - 1e-4)
+    log_loss = -float(np.mean(relevant * np.log(clipped) + (1 - relevant) * np.log(1 - clipped)))
+    return {"matches": len(pairs), "ece": error, "log_loss": log_loss, "bins": table}
 
 
 def _share(flags: Any) -> float:
@@ -238,7 +240,7 @@ def _reliability_line(result: dict[str, Any], key: str, label: str) -> str:
     table = result[key]
     return (
         f"\nReliability of the top-{result['k']} matches' {label} ({table['matches']} matches, "
-        f"expected calibration error {table['ece']:.3f}): "
+        f"expected calibration error {table['ece']:.3f}, log loss {table.get('log_loss', 0.0):.3f}): "
         + ", ".join(f"{b['confidence']:.2f}→{b['relevant']:.2f} (n={b['matches']})" for b in table["bins"])
         + "\n"
     )

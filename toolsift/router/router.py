@@ -35,6 +35,7 @@ from toolsift.index.lexical import LexicalIndex, search_tokens
 from toolsift.router.caller import DEFAULT_K
 from toolsift.router.confidence import (
     RECALIBRATE_FROM,
+    RECALIBRATION_FOLDS,
     RECALIBRATION_GROWTH,
     RECALIBRATION_SAMPLE,
     Calibration,
@@ -328,10 +329,7 @@ class Router:
                 matches: list[Match] = []
                 reason = ""
                 if eligible and calibration is not None:
-                    whole = self._rank(query, vectors[query], k, allowed, views)
-                    part_tops = [(part, self._rank(part, vectors[part], 1, allowed, views)) for part in parts]
-                    none = {text: calibration.none_similarity(vectors[text]) for text in [query, *parts]}
-                    matches = self._merge(whole, part_tops, k, min_score, calibration, none)
+                    matches = self._shape_matches(query, parts, vectors, k, allowed, views, calibration, min_score)
                     matches = self._named_first(query, matches, allowed, k)
                     kept, reason = abstention([m.confidence for m in matches], threshold)  # does any fit
                     matches = self._recalibrated_matches([matches[i] for i in kept], query, calibration)
@@ -402,26 +400,28 @@ class Router:
     def _fit_recalibration(
         self, pairs: Sequence[tuple[int, str]], tools_of: dict[str, set[int]], calibration: Calibration
     ) -> Recalibration:
-        """Platt scaling from a seeded sample of the labelled requests, in two halves, each routed
-        (top 5) with the views of every other labelled request: as a new request would be."""
-        texts = sorted(tools_of)
-        chosen = random.Random(0).sample(texts, min(RECALIBRATION_SAMPLE, len(texts)))
+        """Platt scaling from a seeded sample of the labelled requests, in folds, each routed
+        (top 5, parts and all) with the views of every other labelled request: as a new request
+        would be."""
+        chosen = random.Random(0).sample(sorted(tools_of), min(RECALIBRATION_SAMPLE, len(tools_of)))
         confidences: list[float] = []
         relevant: list[float] = []
-        for half in (chosen[0::2], chosen[1::2]):
+        for half in (chosen[start::RECALIBRATION_FOLDS] for start in range(RECALIBRATION_FOLDS)):
             out = set(half)
             with self._views_lock:
                 views = ExampleViews.of(self._example_pairs([p for p in pairs if p[1] not in out], "\x00refit"))
                 self._summaries_in_use.pop("\x00refit", None)
-                missing = [text for text in half if text not in self._example_vectors]
-                if missing:
-                    self._example_vectors.update(zip(missing, self.embedder.embed_queries(missing), strict=True))
-                vectors = [self._example_vectors[text] for text in half]
-            for text, vector in zip(half, vectors, strict=True):
-                ranked = self._rank(text, vector, 5, None, views)
-                none = calibration.none_similarity(vector)
-                confidences += calibration.confidences(ranked.evidence, none, ranked.coverage).tolist()
-                relevant += [float(int(i) in tools_of[text]) for i in ranked.ids]
+            parts = {text: self._intents(text, 5) if self.ranking.split_intents else [] for text in half}
+            needed = list(dict.fromkeys([*half, *(part for found in parts.values() for part in found)]))
+            with self._views_lock:
+                missing = [text for text in needed if text not in self._example_vectors]
+                vectors = {text: self._example_vectors[text] for text in needed if text in self._example_vectors}
+            if missing:
+                vectors.update(zip(missing, self.embed_queries(missing), strict=True))
+            for text in half:
+                for match in self._shape_matches(text, parts[text], vectors, 5, None, views, calibration):
+                    confidences.append(match.confidence)
+                    relevant.append(float(self.catalog.position(match.name) in tools_of[text]))
         return fit_recalibration(np.asarray(confidences), np.asarray(relevant), len(tools_of))
 
     def _best_text_cosines(self, queries: Matrix, chunk: int = 8192) -> np.ndarray:
@@ -566,6 +566,23 @@ class Router:
             if match.name not in merged:
                 merged[match.name] = replace(match, rank=len(merged) + 1)
         return list(merged.values())[:k]
+
+    def _shape_matches(
+        self,
+        query: str,
+        parts: Sequence[str],
+        vectors: dict[str, Vector],
+        k: int,
+        allowed: IdArray | None,
+        views: ExampleViews | None,
+        calibration: Calibration,
+        min_score: float | None = None,
+    ) -> list[Match]:
+        """The query's matches (its parts' best tools merged in) with the shape's confidences."""
+        whole = self._rank(query, vectors[query], k, allowed, views)
+        part_tops = [(part, self._rank(part, vectors[part], 1, allowed, views)) for part in parts]
+        none = {text: calibration.none_similarity(vectors[text]) for text in [query, *parts]}
+        return self._merge(whole, part_tops, k, min_score, calibration, none)
 
     def _recalibrated_matches(self, matches: list[Match], query: str, calibration: Calibration) -> list[Match]:
         """``matches`` ranked 1.. with each one's confidence that it is the one (``Recalibration``);
