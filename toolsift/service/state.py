@@ -99,6 +99,7 @@ class RouterHolder:
         request pays for them."""
         router.attach(self.book)
         router.calibration()
+        router.calibration("")  # the shared pool's, recalibrated from its feedback
 
 
 FolderVersion = tuple[str, float]
