@@ -5,8 +5,10 @@ exactly as before; refitted as feedback grows, the same after a restart."""
 from __future__ import annotations
 
 import random
+import threading
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -101,6 +103,8 @@ def test_the_recalibration_follows_feedback_and_is_the_same_after_a_restart(
     assert router.calibration("").recalibration is first
     grown = int(80 * RECALIBRATION_GROWTH) + 1
     router.learn([Feedback(text, tool, contributor=f"x{i}") for i, (text, tool) in enumerate(requests[81:grown])])
+    router.calibration("")  # starts the refit in the background
+    router.settle()
     assert router.calibration("").recalibration.requests == grown  # refitted
     assert router.calibration(None).recalibration == IDENTITY  # the catalog alone has no labels
     restarted = Router.load(router.save(tmp_path / "index"), real_embedder)
@@ -128,3 +132,26 @@ def test_the_fed_abstention_bench_reports_both_reliabilities_and_abstains_as_the
     default = next(row for row in result["rows"] if row["min_confidence"] == 0.1)
     served = [router.route(text, 5, min_confidence=0.1).abstained for text in no_tool["en"]]
     assert default["abstained_en"] == pytest.approx(sum(served) / len(served))  # the sweep is the router's rule
+
+
+@pytest.mark.model
+def test_a_refit_runs_off_the_request_path(real_embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    requests = labelled()
+    router = Router.build(load_catalog(BUNDLED_CATALOG), real_embedder)
+    router.learn([Feedback(text, tool, contributor=f"u{i}") for i, (text, tool) in enumerate(requests[:60])])
+    first = router.calibration("").recalibration
+    assert first.requests == 60
+    release = threading.Event()
+    fit = router._fit_recalibration
+
+    def slow_fit(*args: Any) -> Recalibration:
+        assert release.wait(60)
+        return fit(*args)
+
+    monkeypatch.setattr(router, "_fit_recalibration", slow_fit)
+    router.learn([Feedback(text, tool, contributor=f"v{i}") for i, (text, tool) in enumerate(requests[60:100])])
+    answer = router.route("email the team the agenda", 5)  # answered while the refit waits
+    assert not answer.abstained and router.calibration("").recalibration is first
+    release.set()
+    router.settle()
+    assert router.calibration("").recalibration.requests == 100

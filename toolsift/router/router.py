@@ -161,6 +161,7 @@ class Router:
         self._tool_best: np.ndarray | None = None
         self._calibrations: dict[str, tuple[int, Calibration]] = {}
         self._recalibrations: dict[str, Recalibration] = {}
+        self._refitting: dict[str, threading.Thread] = {}
         self._calibration_lock = threading.Lock()
 
     # -- construction ----------------------------------------------------------------------
@@ -392,13 +393,37 @@ class Router:
         known = self._recalibrations.get(key)
         if not self.ranking.recalibrate or len(tools_of) < RECALIBRATE_FROM:
             return calibration
-        if known is None or len(tools_of) >= known.requests * RECALIBRATION_GROWTH:
-            known = self._fit_recalibration(pairs, tools_of, calibration)
+        if known is None:  # the first fit (a service makes it before it serves)
+            known = self._fit_recalibration(key, pairs, tools_of, calibration)
             self._recalibrations[key] = known
+        elif len(tools_of) >= known.requests * RECALIBRATION_GROWTH and key not in self._refitting:
+            self._refitting[key] = threading.Thread(
+                target=self._refit, args=(key, pairs, tools_of, calibration), name="toolsift-refit", daemon=True
+            )
+            self._refitting[key].start()  # off the request path: routes keep the fit they have
         return replace(calibration, recalibration=known)
 
+    def _refit(
+        self, key: str, pairs: Sequence[tuple[int, str]], tools_of: dict[str, set[int]], calibration: Calibration
+    ) -> None:
+        try:
+            fitted = self._fit_recalibration(key, pairs, tools_of, calibration)
+            with self._calibration_lock:
+                self._recalibrations[key] = fitted
+                self._calibrations.pop(key, None)  # the next route takes the new fit
+        finally:
+            with self._calibration_lock:
+                self._refitting.pop(key, None)
+
+    def settle(self) -> None:
+        """Wait until the recalibrations being refitted in the background are done."""
+        with self._calibration_lock:
+            running = list(self._refitting.values())
+        for thread in running:
+            thread.join()
+
     def _fit_recalibration(
-        self, pairs: Sequence[tuple[int, str]], tools_of: dict[str, set[int]], calibration: Calibration
+        self, key: str, pairs: Sequence[tuple[int, str]], tools_of: dict[str, set[int]], calibration: Calibration
     ) -> Recalibration:
         """Platt scaling from a seeded sample of the labelled requests, in folds, each routed
         (top 5, parts and all) with the views of every other labelled request: as a new request
@@ -409,8 +434,9 @@ class Router:
         for half in (chosen[start::RECALIBRATION_FOLDS] for start in range(RECALIBRATION_FOLDS)):
             out = set(half)
             with self._views_lock:
-                views = ExampleViews.of(self._example_pairs([p for p in pairs if p[1] not in out], "\x00refit"))
-                self._summaries_in_use.pop("\x00refit", None)
+                fold = f"\x00refit:{key}"
+                views = ExampleViews.of(self._example_pairs([p for p in pairs if p[1] not in out], fold))
+                self._summaries_in_use.pop(fold, None)
             parts = {text: self._intents(text, 5) if self.ranking.split_intents else [] for text in half}
             needed = list(dict.fromkeys([*half, *(part for found in parts.values() for part in found)]))
             with self._views_lock:
