@@ -431,20 +431,19 @@ class Router:
         chosen = random.Random(0).sample(sorted(tools_of), min(RECALIBRATION_SAMPLE, len(tools_of)))
         confidences: list[float] = []
         relevant: list[float] = []
-        for half in (chosen[start::RECALIBRATION_FOLDS] for start in range(RECALIBRATION_FOLDS)):
-            out = set(half)
-            with self._views_lock:
-                fold = f"\x00refit:{key}"
-                views = ExampleViews.of(self._example_pairs([p for p in pairs if p[1] not in out], fold))
-                self._summaries_in_use.pop(fold, None)
-            parts = {text: self._intents(text, 5) if self.ranking.split_intents else [] for text in half}
-            needed = list(dict.fromkeys([*half, *(part for found in parts.values() for part in found)]))
+        for fold in (chosen[start::RECALIBRATION_FOLDS] for start in range(RECALIBRATION_FOLDS)):
+            out, pool_key = set(fold), f"\x00refit:{key}"
+            with self._views_lock:  # the views of every labelled request outside the fold
+                views = ExampleViews.of(self._example_pairs([p for p in pairs if p[1] not in out], pool_key))
+                self._summaries_in_use.pop(pool_key, None)
+            parts = {text: self._intents(text, 5) if self.ranking.split_intents else [] for text in fold}
+            needed = list(dict.fromkeys([*fold, *(part for found in parts.values() for part in found)]))
             with self._views_lock:
                 missing = [text for text in needed if text not in self._example_vectors]
                 vectors = {text: self._example_vectors[text] for text in needed if text in self._example_vectors}
             if missing:
                 vectors.update(zip(missing, self.embed_queries(missing), strict=True))
-            for text in half:
+            for text in fold:
                 for match in self._shape_matches(text, parts[text], vectors, 5, None, views, calibration):
                     confidences.append(match.confidence)
                     relevant.append(float(self.catalog.position(match.name) in tools_of[text]))
@@ -612,7 +611,7 @@ class Router:
 
     def _recalibrated_matches(self, matches: list[Match], query: str, calibration: Calibration) -> list[Match]:
         """``matches`` ranked 1.. with each one's confidence that it is the one (``Recalibration``);
-        a tool the query names exactly stays certain."""
+        a tool the query names exactly keeps the confidence it had."""
         named = self.catalog.resolve(query.strip())
         recalibrated = calibration.recalibration.apply
         return [
