@@ -232,3 +232,31 @@ def test_a_poisoned_definition_is_refused_unless_the_operator_keeps_it(tiny_rout
         assert "daily_fact" not in [tool["name"] for tool in client.get("/tools").json()["tools"]]  # nothing added
         kept = client.post("/admin/tools", json={"tools": [poisoned], "keep_flagged": True}, headers=headers)
         assert kept.status_code == 200 and kept.json()["added"] == ["daily_fact"]
+
+
+def test_an_edit_landing_while_a_worker_starts_is_served(
+    tmp_path: Path, tiny_router: Router, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that loads the folder just before another worker's edit lands (the watcher not yet
+    started) follows it: the version it serves is the one read before its load."""
+    folder = tiny_router.save(tmp_path / "index")
+    tool = tiny_router.catalog.tools[0]
+    edited = tiny_router.rebuilt(
+        tiny_router.catalog.with_tools([*tiny_router.catalog.tools, tool.model_copy(update={"name": "late_edit"})])
+    )
+    load, landed = Router.load, list[bool]()
+
+    def load_then_edit(*args: object, **kwargs: object) -> Router:
+        router = load(*args, **kwargs)  # type: ignore[arg-type]
+        if not landed:
+            landed.append(True)
+            edited.save(folder)  # another worker's edit, after this one read the folder
+        return router
+
+    monkeypatch.setattr(Router, "load", staticmethod(load_then_edit))
+    with TestClient(create_app(settings=Settings(index_path=folder, reload_interval=0.05))) as client:
+        deadline = time.monotonic() + 10
+        while client.get("/healthz").json()["catalog_fingerprint"] != edited.catalog.fingerprint:
+            assert time.monotonic() < deadline, "the worker kept serving the catalog from before the edit"
+            time.sleep(0.05)
+        assert "late_edit" in {t["name"] for t in client.get("/tools", params={"limit": 1000}).json()["tools"]}

@@ -82,8 +82,10 @@ async def reload_index_folder(state: ServiceState) -> Router:
 async def watch_index_folder(state: ServiceState) -> None:
     """Every worker follows the index folder: when `toolsift build` (or another worker's admin
     edit) swaps in a new one, load it and switch; a folder that fails to load is logged and the
-    current index serves on."""
-    state.folder_seen = state.folder_version()
+    current index serves on. The version served is the one read before the index was loaded: an
+    edit that lands between that load and this watcher's start is loaded on the first check."""
+    if state.folder_seen == ("", 0.0):  # a router given, not loaded from the folder here
+        state.folder_seen = state.folder_version()
     while True:
         await anyio.sleep(state.settings.reload_interval)
         await check_index_folder(state)

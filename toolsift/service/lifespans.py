@@ -54,6 +54,7 @@ async def serve_index_folder(state: ServiceState) -> AsyncIterator[None]:
         state.usage.open_log(feedback_log_path(settings.index_path), lambda: shared_lock(state, "feedback", "feedback"))
     if state.routers.peek() is None:  # not loaded yet (toolsift mcp loads it before it starts)
         logger.info("loading index from %s", settings.index_path)
+        state.folder_seen = state.folder_version()  # before the load: an edit landing meanwhile is seen
         state.routers.set(Router.load(settings.index_path, ranking=settings.ranking(), backend=settings.backend))
     warn_about_rules(state, state.routers.get())
     state.prepare_lint_report()

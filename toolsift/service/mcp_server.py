@@ -62,6 +62,7 @@ def serve_index_folder_over_mcp(settings: Settings, tenants: Tenants | None = No
     """The MCP server of ``toolsift mcp``: the index folder the settings name, loaded now and
     followed while the server runs (the same watcher and reload as the HTTP service)."""
     state = ServiceState.create(None, settings, tenants)
+    state.folder_seen = state.folder_version()  # before the load: an edit landing meanwhile is seen
     state.routers.set(Router.load(settings.index_path, ranking=settings.ranking(), backend=settings.backend))
     server = create_mcp_server(state, lifespan=lambda server: serve_index_folder(state))
     return server, state
