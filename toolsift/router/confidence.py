@@ -142,22 +142,30 @@ def fit_recalibration(
     confidences: np.ndarray, relevant: np.ndarray, requests: int, prior: float = 1.0
 ) -> Recalibration:
     """Platt scaling: the slope and intercept over ``logit(confidences)`` that best predict
-    ``relevant`` (0/1), pulled toward the identity by an L2 ``prior`` so few requests move it little
-    (Newton's method, each step halved until the penalised log loss falls)."""
+    ``relevant`` (0/1), pulled toward the identity by an L2 ``prior`` so few requests move it little."""
     design = np.column_stack([_logit(np.asarray(confidences, dtype=np.float64)), np.ones(len(confidences))])
-    labels = np.asarray(relevant, dtype=np.float64)
-    start = np.array([1.0, 0.0])
+    weights = _logistic(design, np.asarray(relevant, dtype=np.float64), np.array([1.0, 0.0]), np.array([prior, prior]))
+    slope = max(float(weights[0]), MIN_SLOPE)  # a higher confidence never reports a lower one
+    return Recalibration(round(slope, 4), round(float(weights[1]), 4), requests)
+
+
+def _logistic(
+    design: np.ndarray, labels: np.ndarray, start: np.ndarray, penalty: np.ndarray, steps: int = 50
+) -> np.ndarray:
+    """Logistic regression of ``labels`` (0/1) on ``design`` rows: Newton's method from ``start``,
+    an L2 ``penalty`` (per weight) toward it, each step halved until the penalised log loss falls
+    (a plain Newton step can overshoot and diverge)."""
 
     def loss(weights: np.ndarray) -> float:
         logits = design @ weights
         log_loss = labels * np.logaddexp(0, -logits) + (1 - labels) * np.logaddexp(0, logits)
-        return float(log_loss.sum() + prior / 2 * ((weights - start) ** 2).sum())
+        return float(log_loss.sum() + 0.5 * (penalty * (weights - start) ** 2).sum())
 
-    weights = start.copy()
-    for _ in range(50):
+    weights = start.astype(np.float64).copy()
+    for _ in range(steps):
         predicted = _sigmoid(design @ weights)
-        gradient = design.T @ (predicted - labels) + prior * (weights - start)
-        hessian = (design * (predicted * (1 - predicted))[:, None]).T @ design + prior * np.eye(2)
+        gradient = design.T @ (predicted - labels) + penalty * (weights - start)
+        hessian = (design * (predicted * (1 - predicted))[:, None]).T @ design + np.diag(penalty)
         step = np.linalg.solve(hessian, gradient)
         size, before = 1.0, loss(weights)
         while size > 1e-6 and loss(weights - size * step) > before - 1e-4 * size * float(gradient @ step):
@@ -165,8 +173,7 @@ def fit_recalibration(
         weights = weights - size * step
         if float(np.abs(size * step).max()) < 1e-8:
             break
-    slope = max(float(weights[0]), MIN_SLOPE)  # a higher confidence never reports a lower one
-    return Recalibration(round(slope, 4), round(float(weights[1]), 4), requests)
+    return weights
 
 
 def _logit(p: Any) -> Any:
@@ -220,8 +227,7 @@ class Calibration:
 
 def probability(features: np.ndarray, shape: Shape) -> np.ndarray:
     weights = np.array([shape.above, shape.below_best, shape.coverage])
-    logits = shape.intercept + features @ weights
-    return np.asarray(1.0 / (1.0 + np.exp(-np.clip(logits, -30.0, 30.0))))
+    return np.asarray(_sigmoid(shape.intercept + features @ weights))
 
 
 def _nearest_mean(similar: np.ndarray) -> np.ndarray:
@@ -234,16 +240,8 @@ def fit_shape(features: np.ndarray, labels: np.ndarray, l2: float = 1e-2, steps:
     """Logistic regression (Newton's method, a light L2 on the slopes) of ``labels`` (0/1) on
     ``features`` rows (above, below_best, coverage)."""
     design = np.column_stack([np.ones(len(features)), features])
-    weights = np.zeros(design.shape[1])
-    penalty = np.diag([0.0] + [l2] * features.shape[1])
-    for _ in range(steps):
-        predicted = 1.0 / (1.0 + np.exp(-np.clip(design @ weights, -30, 30)))
-        gradient = design.T @ (predicted - labels) + penalty @ weights
-        hessian = (design * (predicted * (1 - predicted))[:, None]).T @ design + penalty
-        step = np.linalg.solve(hessian, gradient)
-        weights -= step
-        if float(np.abs(step).max()) < 1e-8:
-            break
+    penalty = np.array([0.0] + [l2] * features.shape[1])
+    weights = _logistic(design, np.asarray(labels, dtype=np.float64), np.zeros(design.shape[1]), penalty, steps)
     return Shape(*(round(float(w), 4) for w in weights))
 
 
