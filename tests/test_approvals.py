@@ -66,3 +66,23 @@ def test_two_processes_approving_at_once_keep_both_approvals(tmp_path: Path) -> 
     one.pin("srv", [tool("first", "One.")], by="worker 1")
     two.pin("srv", [tool("second", "Two.")], by="toolsift approve")  # its copy was stale: merged, not overwritten
     assert set(json.loads(path.read_text())["servers"]["srv"]) == {"first", "second"}
+
+
+def test_a_server_not_listed_yet_is_not_pinned_empty(tmp_path: Path) -> None:
+    """Until the approvals file exists, re-reading it finds nothing new; and a server whose first
+    listing has not come yet (a slow start) is not reviewed: an empty listing pinned as its first
+    use would hold every tool it then lists as new (found under load by the page's review test)."""
+    from toolsift.mcp import LiveCatalog, McpServerSpec
+
+    approvals = Approvals(tmp_path / "approvals.json")
+    assert approvals.reload() is False and approvals.reload() is False
+    spec = McpServerSpec(name="slow", command="true")
+    live = LiveCatalog([spec], build=lambda catalog, previous: None, publish=lambda router: None,  # type: ignore[arg-type, return-value]
+                       approvals=approvals)  # fmt: skip
+    state = live.servers["slow"]
+    live._review(state)  # what a poll of the approvals file does for every server
+    assert not approvals.knows("slow") and not (tmp_path / "approvals.json").exists()
+    state.listed, state.fetched_at = [tool("get_time", "The time.")[1]], "now"
+    live._review(state)  # the first listing: its tools are pinned as they are
+    assert set(approvals.pinned("slow")) == {"get_time"} and [t.name for t in state.tools] == ["get_time"]
+    assert approvals.reload() is False  # its own write is not a change to follow

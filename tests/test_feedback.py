@@ -24,7 +24,7 @@ from toolsift.cli import main
 from toolsift.embeddings import HashingEmbedder
 from toolsift.errors import CatalogError, UnknownTool
 from toolsift.index.feedback_log import FeedbackLog, feedback_log_path
-from toolsift.router import RankingConfig
+from toolsift.router import RankingConfig, usage
 from toolsift.router.usage import Feedback, FeedbackLimits, UsageBook
 from toolsift.service import create_app
 from toolsift.settings import Settings
@@ -65,28 +65,78 @@ def test_catalog_examples_are_views_of_their_tool(hashing_embedder: HashingEmbed
 @pytest.mark.parametrize("allowed_tags", [None, ["email", "weather"]])
 def test_best_view_scores_are_standardised_exactly(tiny_router: Router, allowed_tags: list[str] | None) -> None:
     """The dense part equals, by brute force over the eligible tools: z-score of max(cosine to
-    the tool's text, cosine to its nearest example)."""
+    the tool's text, cosine to its nearest example less the views' offset), the offset being
+    ``VIEW_DISCOUNT`` times the median over the requests of tools with two or more of (cosine to
+    the nearest other request of the tool) minus (cosine to the tool's text)."""
     from toolsift.router import TagRules
+    from toolsift.router.usage import VIEW_DISCOUNT
 
     router = Router(tiny_router.index, tiny_router.embedder, RankingConfig(lexical_weight=0, split_intents=False))
-    router.learn([Feedback(ODD_REQUEST, "send_email"), Feedback("rain tomorrow in oslo?", "get_forecast")])
+    fed = {"send_email": [ODD_REQUEST], "get_forecast": ["rain tomorrow in oslo?", "rain tomorrow in bergen?"]}
+    router.learn([Feedback(text, tool, contributor=text) for tool, texts in fed.items() for text in texts])
     rules = TagRules(any_of=tuple(allowed_tags)) if allowed_tags else None
     result = router.route("will it rain in oslo", 8, rules)
     query = router.embedder.embed_queries(["will it rain in oslo"])[0]
-    examples = {
-        "send_email": router.embedder.embed_queries([ODD_REQUEST])[0],
-        "get_forecast": router.embedder.embed_queries(["rain tomorrow in oslo?"])[0],
-    }
+    examples = {tool: router.embedder.embed_queries(texts) for tool, texts in fed.items()}
+    forecast = router.index.vectors.vectors(np.asarray([router.catalog.position("get_forecast")]))[0]
+    between = float(examples["get_forecast"][0] @ examples["get_forecast"][1])
+    offset = VIEW_DISCOUNT * max(
+        0.0, float(np.median([between - float(e @ forecast) for e in examples["get_forecast"]]))
+    )
+    assert offset > 0.05
     eligible = [t for t in router.catalog if rules is None or rules.violation(t) is None]
     vectors = router.index.vectors.vectors(np.asarray([router.catalog.position(t.name) for t in eligible]))
     views = np.asarray(
-        [max(float(v @ query), float(examples[t.name] @ query)) if t.name in examples else float(v @ query)
-         for t, v in zip(eligible, vectors, strict=True)]
+        [max(float(v @ query), float((examples[t.name] @ query).max()) - offset) if t.name in examples
+         else float(v @ query) for t, v in zip(eligible, vectors, strict=True)]
     )  # fmt: skip
     expected = {t.name: (score - views.mean()) / views.std() for t, score in zip(eligible, views, strict=True)}
     assert {m.name for m in result.matches} == set(expected)
     for match in result.matches:
         assert match.dense_part == pytest.approx(expected[match.name], abs=1e-4)
+
+
+WEATHER_REQUESTS = [f"what is the weather like in {city} today, please tell me" for city in ("oslo", "paris", "lima")]
+FORECAST_REQUEST = "what is the weather like in rome over the next days? please tell me the forecast"
+
+
+@pytest.mark.parametrize("discount", [0.0, usage.VIEW_DISCOUNT])
+def test_a_tool_with_feedback_does_not_take_its_unfed_neighbours_requests(
+    tiny_router: Router, discount: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Requests resemble each other more than they resemble tool texts: a tool whose users'
+    requests are known must not win a neighbour's request on that resemblance alone, and must
+    still win a request like its own."""
+    monkeypatch.setattr(usage, "VIEW_DISCOUNT", discount)
+    assert top(tiny_router, FORECAST_REQUEST) == "get_forecast"
+    tiny_router.learn([Feedback(text, "get_weather", contributor=text) for text in WEATHER_REQUESTS])
+    views = tiny_router.views("")
+    assert views is not None and views.offsets[0][2] == pytest.approx(discount * _median_gap(tiny_router), abs=1e-5)
+    assert top(tiny_router, "what is the weather like in berlin today? please tell me") == "get_weather"
+    if discount:
+        assert top(tiny_router, FORECAST_REQUEST) == "get_forecast"
+    else:  # the views at their cosine: the neighbour's request goes to the tool with feedback
+        assert top(tiny_router, FORECAST_REQUEST) == "get_weather"
+
+
+def _median_gap(router: Router) -> float:
+    requests = router.embedder.embed_queries(WEATHER_REQUESTS)
+    text = router.index.vectors.vectors(np.asarray([router.catalog.position("get_weather")]))[0]
+    similar = requests @ requests.T
+    np.fill_diagonal(similar, -np.inf)
+    return float(np.median(similar.max(axis=1) - requests @ text))
+
+
+def test_view_offsets_per_segment_from_tools_with_two_requests_or_more() -> None:
+    """Tool 0's two requests are at cosine 0.8 from each other; its text at 0 and 0.6 from them
+    in the first segment (gaps 0.8 and 0.2: median 0.5), at 1 and 0.8 in the second (gaps -0.2 and
+    0: floored at 0). Tool 1 has one request: nothing to compare it with, it counts in neither."""
+    requests = np.asarray([[1, 0, 1, 0], [0.8, 0.6, 0.8, 0.6]], dtype=np.float32)
+    texts = {0: np.asarray([0, 1, 1, 0], dtype=np.float32), 1: np.asarray([0, 1, 0, 1], dtype=np.float32)}
+    found = usage.view_offsets({0: requests, 1: requests[:1]}, texts, [(0, 2), (2, 4)])
+    assert found[0][:2] == (0, 2) and found[0][2] == pytest.approx(usage.VIEW_DISCOUNT * 0.5, abs=1e-6)
+    assert found[1] == (2, 4, 0.0)
+    assert usage.view_offsets({1: requests[:1]}, texts, [(0, 4)]) == [(0, 4, 0.0)]
 
 
 def test_learning_refuses_unknown_tools_and_bad_queries(tiny_router: Router) -> None:

@@ -71,6 +71,16 @@ def main(folder: str, fraction: float, split: str = "query") -> None:
         centroids[tool] = mean / np.linalg.norm(mean)
     examples = np.vstack([v for t in sorted(requests) for v in requests[t]]) if requests else tools[:0]
     owners = np.array([t for t in sorted(requests) for _ in requests[t]], dtype=np.int64)
+    gaps = []
+    for tool, found in requests.items():
+        if len(found) < 2:
+            continue
+        stack = np.vstack(found)
+        similar = stack @ stack.T
+        np.fill_diagonal(similar, -1.0)
+        gaps += (similar.max(axis=1) - stack @ tools[tool]).tolist()
+    offset = float(np.median(gaps)) if gaps else 0.0
+    print(f"offset {offset:.3f} from {len(gaps)} fed requests")
     recalls: dict[str, list[float]] = defaultdict(list)
     for i in held:
         query, gold = vectors[i], {position[t] for t in queries[i].relevant}
@@ -81,6 +91,8 @@ def main(folder: str, fraction: float, split: str = "query") -> None:
         if len(examples):
             np.maximum.at(nearest, owners, examples @ query)
         variants = {"base": base, "best view": z(np.maximum(cosine, nearest)) + 0.3 * z(lexical)}
+        for share in (0.5, 1.0):
+            variants[f"offset view {share}"] = z(np.maximum(cosine, nearest - share * offset)) + 0.3 * z(lexical)
         if len(examples):
             views = examples @ query
             standing = (nearest - views.mean()) / (views.std() or 1.0)

@@ -67,6 +67,7 @@ class Approvals:
         self._lock = threading.Lock()
         self._pins: dict[str, dict[str, dict[str, Any]]] = {}
         self._seen: float | None = None
+        self._read = False
         self.reload()
 
     # -- the file ----------------------------------------------------------------------------
@@ -77,8 +78,8 @@ class Approvals:
             mtime = self.path.stat().st_mtime
         except FileNotFoundError:
             mtime = None
-        if mtime == self._seen and self._seen is not None and not force:
-            return False
+        if mtime == self._seen and self._read and not force:
+            return False  # unchanged, or still absent
         pins: dict[str, dict[str, dict[str, Any]]] = {}
         if mtime is not None:
             try:
@@ -91,7 +92,7 @@ class Approvals:
                     fix="Restore it from a backup, or delete it to pin every server's tools again as they are now",
                 ) from None  # fmt: skip
         with self._lock:
-            self._pins, self._seen = pins, mtime
+            self._pins, self._seen, self._read = pins, mtime, True
         return True
 
     def _save(self) -> None:

@@ -418,12 +418,14 @@ class LiveCatalog:
         with anyio.fail_after(state.spec.timeout):
             listed, problems = await list_server_tools(state.client, state.spec, believe=False)
         state.listed, state.problems = listed, problems
-        self._review(state)
         state.fetched_at = _now()
+        self._review(state)
         state.last_error = None
 
     def _review(self, state: ServerState) -> None:
         """What of the server's listing may serve, under its pins (see ``approvals``)."""
+        if state.fetched_at is None:
+            return  # never listed yet: an empty listing must not become the server's first use
         spec = state.spec
         tools, state.held = state.listed, []
         if self.approvals is not None:

@@ -50,7 +50,7 @@ from toolsift.router.intents import split_intents
 from toolsift.router.ranking import DenseMoments, GroupIndex, Ranked, RankingConfig, rank
 from toolsift.router.rules import TagIndex, TagRules
 from toolsift.router.scope import Scope
-from toolsift.router.usage import ExampleViews, Feedback, UsageBook, catalog_examples, summarise
+from toolsift.router.usage import ExampleViews, Feedback, UsageBook, catalog_examples, summarise, view_offsets
 from toolsift.types import IdArray, Matrix, Vector
 from toolsift.wire import MAX_K as MAX_K
 from toolsift.wire import MAX_PINNED as MAX_PINNED
@@ -371,7 +371,7 @@ class Router:
                 self._tool_best = self._best_text_cosines(vectors)
             best = self._tool_best
             if views is not None and len(views):  # a fed request lifts its tool for requests like it
-                best = np.maximum(best, (views.vectors @ vectors.T).max(axis=0))
+                best = np.maximum(best, views.best_of(vectors))
             calibration = self._recalibrated(key, pool, Calibration.fit(vectors, best))
             self._calibrations[key] = (version, calibration)
             return calibration
@@ -434,7 +434,7 @@ class Router:
         for fold in (chosen[start::RECALIBRATION_FOLDS] for start in range(RECALIBRATION_FOLDS)):
             out, pool_key = set(fold), f"\x00refit:{key}"
             with self._views_lock:  # the views of every labelled request outside the fold
-                views = ExampleViews.of(self._example_pairs([p for p in pairs if p[1] not in out], pool_key))
+                views = self._views_of([p for p in pairs if p[1] not in out], pool_key)
                 self._summaries_in_use.pop(pool_key, None)
             parts = {text: self._intents(text, 5) if self.ranking.split_intents else [] for text in fold}
             needed = list(dict.fromkeys([*fold, *(part for found in parts.values() for part in found)]))
@@ -521,7 +521,7 @@ class Router:
             known = self._views.get(key)
             if known is not None and known[0] == version:
                 return known[1]
-            views = ExampleViews.of(self._example_pairs(self._labelled(pool), key))
+            views = self._views_of(self._labelled(pool), key)
             self._views[key] = (version, views)
             self._forget_unretained_vectors()
             return views
@@ -535,6 +535,20 @@ class Router:
             retained |= {text for pool in self.usage.pools() for _, text in self.usage.examples(pool)}
         if len(self._example_vectors) > 2 * len(retained) + 256:
             self._example_vectors = {t: v for t, v in self._example_vectors.items() if t in retained}
+
+    def _views_of(self, pairs: Sequence[tuple[int, str]], pool_key: str) -> ExampleViews | None:
+        """The views of the labelled ``pairs`` (tool id, request), offsets and all (under the views lock)."""
+        found = self._example_pairs(pairs, pool_key)
+        if not found:
+            return None
+        requests: dict[int, list[Vector]] = {}
+        for tool_id, text in dict.fromkeys(pairs):
+            requests.setdefault(tool_id, []).append(self._example_vectors[text])
+        ids = np.asarray(sorted(requests), dtype=np.int64)
+        texts = dict(zip(ids.tolist(), self.index.vectors.vectors(ids), strict=True))
+        segments = getattr(self.embedder, "segments", None) or [(0, self.embedder.dimension)]
+        stacked = {tool_id: np.vstack(rows) for tool_id, rows in requests.items()}
+        return ExampleViews.of(found, view_offsets(stacked, texts, segments))
 
     def _example_pairs(self, pairs: Sequence[tuple[int, str]], pool_key: str) -> list[tuple[int, Vector]]:
         """(tool id, vector) for each example; a tool with many is summarised (``summarise``).

@@ -7,6 +7,11 @@ example))``, standardised over the eligible tools as the plain cosine is (``rank
 users phrase requests is what a catalog's wording lacks; measured on the four shared datasets,
 the best view beat a per-tool centroid and a separate weighted signal (benchmarks/DECISIONS.md).
 
+Requests resemble requests more than they resemble tool texts, so a view is counted lower than
+its cosine (``view_offsets``): by ``VIEW_DISCOUNT`` of how much closer this catalog's labelled
+requests typically are to a fellow request of their tool than to their tool's text. Without it,
+a tool with feedback wins the requests of its neighbours that have none yet.
+
 ``UsageBook`` holds the feedback: per pool (a tenant, or ``""`` without tenants), per tool, the
 latest distinct requests, within ``FeedbackLimits``. It holds text only; each router embeds the
 texts with its own model (``Router.views``), so a rebuild with another model keeps the book.
@@ -16,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +32,15 @@ VIEWS_PER_TOOL = 16
 """A tool with more example requests than this is ranked on this many summaries of them
 (spherical k-means centroids): the ranking's cost stays bounded per tool, for a small loss of
 recall where tools have many requests (benchmarks/DECISIONS.md)."""
+
+VIEW_DISCOUNT = 0.5
+"""Share of the typical request-to-request excess (``view_offsets``) taken off a view's cosine:
+0 counts views at their cosine, 1 puts them on the tool texts' scale (benchmarks/DECISIONS.md)."""
+OFFSET_SAMPLE = 32
+"""Requests per tool (evenly spaced) that estimate the views' offset."""
+
+Offsets = Sequence[tuple[int, int, float]]
+"""(start, end, offset) per vector segment."""
 
 DEFAULT_PER_TOOL = 256
 DEFAULT_PER_CONTRIBUTOR = 16
@@ -182,25 +196,58 @@ class ExampleViews:
     vectors: Matrix
     tools: IdArray
     starts: IdArray
+    offsets: tuple[tuple[int, int, float], ...] = ()
+    """(start, end, offset) per vector segment: taken off a view's cosine there (``view_offsets``)."""
 
     @classmethod
-    def of(cls, pairs: Sequence[tuple[int, Vector]]) -> ExampleViews | None:
+    def of(cls, pairs: Sequence[tuple[int, Vector]], offsets: Offsets = ()) -> ExampleViews | None:
         if not pairs:
             return None
         ordered = sorted(range(len(pairs)), key=lambda row: pairs[row][0])
         owners = np.asarray([pairs[row][0] for row in ordered], dtype=np.int64)
         tools, starts = np.unique(owners, return_index=True)
         vectors = np.vstack([pairs[row][1] for row in ordered]).astype(np.float32)
-        return cls(vectors, tools, starts.astype(np.int64))
+        return cls(vectors, tools, starts.astype(np.int64), tuple(offsets))
 
     def __len__(self) -> int:
         return int(self.vectors.shape[0])
 
+    def offset(self, start: int, end: int) -> float:
+        return next((value for a, b, value in self.offsets if (a, b) == (start, end)), 0.0)
+
     def nearest(self, query: Vector, start: int, end: int) -> tuple[IdArray, np.ndarray]:
         """The tools that have examples (sorted ids) and each one's best example cosine with
-        ``query`` over the vector segment ``start:end``."""
+        ``query`` over the vector segment ``start:end``, less the segment's offset."""
         scores = self.vectors[:, start:end] @ query[start:end]
-        return self.tools, np.maximum.reduceat(scores, self.starts).astype(np.float32)
+        best = np.maximum.reduceat(scores, self.starts) - self.offset(start, end)
+        return self.tools, best.astype(np.float32)
+
+    def best_of(self, queries: Matrix) -> np.ndarray:
+        """Each query's best view cosine over whole vectors (every segment's offset taken off)."""
+        total = sum(value for _, _, value in self.offsets)
+        return np.asarray((self.vectors @ queries.T).max(axis=0) - total, dtype=np.float32)
+
+
+def view_offsets(
+    requests: Mapping[int, Matrix], texts: Mapping[int, Vector], segments: Sequence[tuple[int, int]]
+) -> list[tuple[int, int, float]]:
+    """Per segment, ``VIEW_DISCOUNT`` times the median, over the labelled requests of tools that
+    have two or more, of (cosine with the nearest other request of the tool) minus (cosine with
+    the tool's text): how much more a view says than a text for a request of the same tool.
+    ``requests``: tool id -> its request vectors; ``texts``: tool id -> its text's vector."""
+    found = []
+    for start, end in segments:
+        gaps: list[float] = []
+        for tool, rows in requests.items():
+            if len(rows) < 2:
+                continue
+            sample = rows[np.unique(np.linspace(0, len(rows) - 1, OFFSET_SAMPLE).astype(int)), start:end]
+            similar = sample @ sample.T
+            np.fill_diagonal(similar, -np.inf)
+            gaps += (similar.max(axis=1) - sample @ texts[tool][start:end]).tolist()
+        offset = VIEW_DISCOUNT * max(0.0, float(np.median(gaps))) if gaps else 0.0
+        found.append((start, end, offset))
+    return found
 
 
 def summarise(vectors: Matrix, count: int = VIEWS_PER_TOOL, iterations: int = 10) -> Matrix:
