@@ -204,10 +204,10 @@ def test_tune_publishes_a_better_model_and_refuses_a_worse_one(tmp_path: Path, m
 
     original = models.tool_texts
 
-    def scrambled(router: Router) -> dict[str, str]:  # each request trained toward another verb's tool
+    def scrambled(router: Router) -> dict[str, str]:  # each request trained toward another object's tool
         texts = original(router)
         names = list(texts)
-        return {name: texts[names[(i + len(OBJECTS)) % len(names)]] for i, name in enumerate(names)}
+        return {name: texts[names[(i + 1) % len(names)]] for i, name in enumerate(names)}
 
     monkeypatch.setattr(models, "tool_texts", scrambled)
     report = tune(folder, None, TuneOptions(kind="full", hold_out=0.3, recipe=replace(Recipe(), epochs=2)))
