@@ -100,28 +100,36 @@ WEATHER_REQUESTS = [f"what is the weather like in {city} today, please tell me" 
 FORECAST_REQUEST = "what is the weather like in rome over the next days? please tell me the forecast"
 
 
+@pytest.mark.parametrize("ensemble", [False, True], ids=["one model", "ensemble"])
 @pytest.mark.parametrize("discount", [0.0, usage.VIEW_DISCOUNT])
 def test_a_tool_with_feedback_does_not_take_its_unfed_neighbours_requests(
-    tiny_router: Router, discount: float, monkeypatch: pytest.MonkeyPatch
+    tiny_catalog: Catalog, discount: float, ensemble: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Requests resemble each other more than they resemble tool texts: a tool whose users'
     requests are known must not win a neighbour's request on that resemblance alone, and must
-    still win a request like its own."""
+    still win a request like its own. An ensemble's models each have their own offset."""
+    from toolsift.embeddings.ensemble import EnsembleEmbedder
+
     monkeypatch.setattr(usage, "VIEW_DISCOUNT", discount)
-    assert top(tiny_router, FORECAST_REQUEST) == "get_forecast"
-    tiny_router.learn([Feedback(text, "get_weather", contributor=text) for text in WEATHER_REQUESTS])
-    views = tiny_router.views("")
-    assert views is not None and views.offsets[0][2] == pytest.approx(discount * _median_gap(tiny_router), abs=1e-5)
-    assert top(tiny_router, "what is the weather like in berlin today? please tell me") == "get_weather"
+    parts = [HashingEmbedder(64), HashingEmbedder(48)]
+    router = Router.build(tiny_catalog, EnsembleEmbedder(parts) if ensemble else parts[0])
+    assert top(router, FORECAST_REQUEST) == "get_forecast"
+    router.learn([Feedback(text, "get_weather", contributor=text) for text in WEATHER_REQUESTS])
+    views = router.views("")
+    segments = getattr(router.embedder, "segments", [(0, 64)])
+    assert views is not None and len(views.offsets) == len(segments)
+    for start, end, offset in views.offsets:
+        assert offset == pytest.approx(discount * _median_gap(router, start, end), abs=1e-5)
+    assert top(router, "what is the weather like in berlin today? please tell me") == "get_weather"
     if discount:
-        assert top(tiny_router, FORECAST_REQUEST) == "get_forecast"
+        assert top(router, FORECAST_REQUEST) == "get_forecast"
     else:  # the views at their cosine: the neighbour's request goes to the tool with feedback
-        assert top(tiny_router, FORECAST_REQUEST) == "get_weather"
+        assert top(router, FORECAST_REQUEST) == "get_weather"
 
 
-def _median_gap(router: Router) -> float:
-    requests = router.embedder.embed_queries(WEATHER_REQUESTS)
-    text = router.index.vectors.vectors(np.asarray([router.catalog.position("get_weather")]))[0]
+def _median_gap(router: Router, start: int, end: int) -> float:
+    requests = router.embedder.embed_queries(WEATHER_REQUESTS)[:, start:end]
+    text = router.index.vectors.vectors(np.asarray([router.catalog.position("get_weather")]))[0, start:end]
     similar = requests @ requests.T
     np.fill_diagonal(similar, -np.inf)
     return float(np.median(similar.max(axis=1) - requests @ text))
