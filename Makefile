@@ -103,7 +103,7 @@ bench: install services mcp-servers openapi-specs
 	$(BIN)/toolsift bench --dataset $(DATASETS)/functionchat_ko --model all-MiniLM-L6-v2 --json benchmarks/results/accuracy-minilm-ko.json
 	$(BIN)/toolsift bench --datasets $(DATASETS) --model all-MiniLM-L6-v2+multilingual-e5-small --limit 3000 \
 		--methods toolsift,dense,bm25,bm25-cjk --json benchmarks/results/accuracy-ensemble.json
-	$(BIN)/toolsift abstention-bench --datasets $(DATASETS) --limit 400 --json benchmarks/results/abstention.json
+	$(BIN)/toolsift abstention-bench --datasets $(DATASETS) --limit 3000 --json benchmarks/results/abstention.json
 	$(BIN)/toolsift abstention-bench --datasets $(DATASETS) --limit 800 --fed 0.5 --json benchmarks/results/abstention-fed.json
 	$(BIN)/toolsift perf --sizes 1000,10000,100000 --kind auto --json benchmarks/results/performance.json --report benchmarks/report
 	$(BIN)/toolsift perf --backends --sizes 1000 --queries 200 --requests 400 --json benchmarks/results/backends.json
