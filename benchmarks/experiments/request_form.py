@@ -50,7 +50,8 @@ def reference_requests(kind: str) -> list[str]:
 
 
 def nearest3(vectors: np.ndarray, pool: np.ndarray) -> np.ndarray:
-    return np.sort(np.atleast_2d(vectors) @ pool.T, axis=1)[:, -3:].mean(axis=1)
+    """Each vector's mean cosine with its nearest few in ``pool``, as the confidence takes it."""
+    return np.asarray(confidence._nearest_mean(np.atleast_2d(vectors) @ pool.T))
 
 
 def auc(answerable: np.ndarray, no_tool: np.ndarray) -> float:
@@ -82,14 +83,12 @@ def aucs(model: str = "all-MiniLM-L6-v2") -> None:
 def sweep(beta: str, limit: str, kind: str, *names: str) -> None:
     weight, reference = float(beta), {"vectors": np.empty((0, 1), dtype=np.float32)}
 
+    plain_fit = confidence.Calibration.fit
+
     def fit(cls, none_vectors, best_evidence, shape=confidence.SHAPE):  # type: ignore[no-untyped-def]
-        similar = none_vectors @ none_vectors.T
-        np.fill_diagonal(similar, -np.inf)
-        none = confidence._nearest_mean(similar) - weight * nearest3(none_vectors, reference["vectors"])
-        margins = np.asarray(best_evidence, dtype=np.float64) - none
-        center = float(np.quantile(margins, confidence.CENTER_QUANTILE))
-        spread = (center - float(np.median(margins))) / confidence.SPREAD_UNITS
-        return cls(none_vectors, center, max(spread, confidence.MIN_SPREAD), shape)
+        # a margin is best - none: lowering none by the form term is raising best by it
+        lifted = np.asarray(best_evidence, dtype=np.float64) + weight * nearest3(none_vectors, reference["vectors"])
+        return plain_fit(none_vectors, lifted, shape)
 
     def none_similarity(self, vector):  # type: ignore[no-untyped-def]
         near = confidence._nearest_mean((self.none_vectors @ vector)[None, :])[0]
