@@ -147,6 +147,16 @@ def test_view_offsets_per_segment_from_tools_with_two_requests_or_more() -> None
     assert usage.view_offsets({1: requests[:1]}, texts, [(0, 4)]) == [(0, 4, 0.0)]
 
 
+def test_a_floor_is_the_least_offset_of_every_segment() -> None:
+    """A tuned model's floor (measured on requests it never trained on) holds where its own
+    training requests measure less, and where no tool has two requests to measure with."""
+    requests = np.asarray([[1, 0, 1, 0], [0.8, 0.6, 0.8, 0.6]], dtype=np.float32)
+    texts = {0: np.asarray([0, 1, 1, 0], dtype=np.float32)}
+    found = usage.view_offsets({0: requests}, texts, [(0, 2), (2, 4)], floor=0.1)
+    assert found == [(0, 2, pytest.approx(usage.VIEW_DISCOUNT * 0.5)), (2, 4, 0.1)]
+    assert usage.view_offsets({0: requests[:1]}, texts, [(0, 4)], floor=0.1) == [(0, 4, 0.1)]
+
+
 def test_learning_refuses_unknown_tools_and_bad_queries(tiny_router: Router) -> None:
     with pytest.raises(UnknownTool, match="tool: no tool named 'send_emial'.*Did you mean 'send_email'"):
         tiny_router.learn(Feedback("mail bob", "send_emial"))

@@ -26,7 +26,7 @@ from toolsift.cli import main
 from toolsift.embeddings import get_embedder, model_beside
 from toolsift.embeddings.tuned import AdaptedEmbedder, tuning_manifest
 from toolsift.errors import TuningRefused
-from toolsift.router.usage import Feedback, FeedbackLimits, UsageBook
+from toolsift.router.usage import Feedback, FeedbackLimits, UsageBook, view_offsets
 from toolsift.tuning import models
 from toolsift.tuning.pairs import Pair, collect, hold_out
 from toolsift.tuning.trainer import Recipe, batches
@@ -168,6 +168,31 @@ def test_a_tune_keeps_the_edits_made_while_it_trained(slang_index: Path) -> None
     router.rebuilt(edited).save(slang_index)  # an admin edit lands while the model trained
     publish(slang_index, "hashing-256", tuned)
     assert "archive_report" in Router.load(slang_index).catalog
+
+
+def test_a_tuned_model_discounts_its_views_by_what_it_shows_on_requests_it_never_saw(slang_index: Path) -> None:
+    """Trained on the catalog's examples, the adapter pulls them onto their tools' texts: measured
+    on them, its views' offset understates what a new request sees. The offset measured on the
+    held-back requests is recorded with the model, loaded with it in a fresh process and used."""
+    report = tune(slang_index, None, TuneOptions(kind="adapter", hold_out=0.3))
+    assert report.published_model, report.reason
+    views = tuning_manifest(model_beside(slang_index) / report.published_model)["views"]
+    assert views["requests"] >= 2 * views["tools"] > 0
+    served = Router.load(slang_index)
+    by_tool: dict[int, list[str]] = {}
+    for pair in collect(served.catalog):
+        by_tool.setdefault(served.catalog.position(pair.tool), []).append(pair.query)
+    ids = np.asarray(sorted(by_tool), dtype=np.int64)
+    texts = dict(zip(ids.tolist(), served.index.vectors.vectors(ids), strict=True))
+    requests = {tool: np.asarray(served.embed_queries(queries)) for tool, queries in by_tool.items()}
+    (_, _, trained), *_ = view_offsets(requests, texts, [(0, served.embedder.dimension)])
+    assert trained < views["offset"]
+    seen = served.views("")  # the catalog's examples, as views
+    assert seen is not None and [(a, b) for a, b, _ in seen.offsets] == [(0, served.embedder.dimension)]
+    assert seen.offsets[0][2] == pytest.approx(views["offset"])
+    code = "from toolsift import Router; import sys; print(Router.load(sys.argv[1]).embedder.view_offset_floor)"
+    loaded = subprocess.run([sys.executable, "-c", code, str(slang_index)], capture_output=True, text=True, check=True)
+    assert float(loaded.stdout) == pytest.approx(views["offset"])
 
 
 # -- the real model -----------------------------------------------------------------------------

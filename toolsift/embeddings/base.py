@@ -61,6 +61,11 @@ class EmbedderWrapper:
         """Where each model's part of the vectors lies, for an ensemble (None otherwise)."""
         return getattr(self.inner, "segments", None)
 
+    @property
+    def view_offset_floor(self) -> float:
+        """A tuned model's least feedback-view offset (``toolsift.embeddings.tuned``); 0 otherwise."""
+        return float(getattr(self.inner, "view_offset_floor", 0.0))
+
     def embed_documents(self, texts: Sequence[str], *, progress: bool = False) -> Matrix:
         return self.inner.embed_documents(texts, progress=progress)
 

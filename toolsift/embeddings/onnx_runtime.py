@@ -204,6 +204,8 @@ class OnnxEmbedder:
         path = graph or onnx_file(name, model_folder)
         self._session: Any = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self._dimension = int(self._session.get_outputs()[0].shape[-1])
+        self.view_offset_floor = 0.0
+        """A tuned model's least feedback-view offset (``toolsift.embeddings.tuned``)."""
 
     @property
     def name(self) -> str:

@@ -2,7 +2,9 @@
 
 A tuned model is named ``tuned-<digest of its weights>``: the name in the index manifest says which
 version built the vectors, and a different model never shares a name. Its folder holds
-``tuning.json`` (what it was tuned from and how: ``toolsift.tuning``) and either
+``tuning.json`` (what it was tuned from and how: ``toolsift.tuning``; ``views``: the least offset
+its feedback views are discounted by, measured on requests it never trained on, which the
+loaded model carries as ``view_offset_floor``) and either
 
 - ``kind: full``: the whole encoder fine-tuned, exported to ONNX (``model.onnx``, its weights,
   ``tokenizer.json``; the sentence-transformers files beside them, to tune it further), served by
@@ -17,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,9 +27,13 @@ from toolsift.embeddings.base import Embedder, normalise_rows
 from toolsift.errors import EmbedderUnavailable
 from toolsift.types import Matrix
 
+if TYPE_CHECKING:
+    from toolsift.embeddings.onnx_runtime import OnnxEmbedder
+
 PREFIX = "tuned-"
 MANIFEST = "tuning.json"
 ADAPTER = "adapter.npy"
+VIEWS = "views"
 
 
 def is_tuned(name: str) -> bool:
@@ -52,15 +58,32 @@ def tuning_manifest(folder: Path) -> dict[str, Any]:
     return manifest
 
 
+def record_view_offset(folder: Path, offset: float, requests: int, tools: int) -> float:
+    """Write into the model's manifest the least offset its feedback views get
+    (``toolsift.router.usage.view_offsets``) and what it was measured on; the offset as recorded."""
+    manifest = tuning_manifest(folder)
+    manifest[VIEWS] = {"offset": round(float(offset), 6), "requests": requests, "tools": tools}
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    return view_offset_floor(manifest)
+
+
+def view_offset_floor(manifest: dict[str, Any]) -> float:
+    return float(manifest.get(VIEWS, {}).get("offset", 0.0))
+
+
 def load_tuned(name: str, beside: Path | None, base_loader: Callable[[str], Embedder]) -> Embedder:
     """The tuned model ``name`` kept in ``beside``; ``base_loader`` loads an adapter's base model."""
     folder = tuned_folder(beside, name)
     manifest = tuning_manifest(folder)
+    loaded: AdaptedEmbedder | OnnxEmbedder
     if manifest.get("kind") == "adapter":
-        return AdaptedEmbedder(name, base_loader(str(manifest["base_model"])), np.load(folder / ADAPTER))
-    from toolsift.embeddings.onnx_runtime import OnnxEmbedder
+        loaded = AdaptedEmbedder(name, base_loader(str(manifest["base_model"])), np.load(folder / ADAPTER))
+    else:
+        from toolsift.embeddings.onnx_runtime import OnnxEmbedder
 
-    return OnnxEmbedder(name, folder, graph=folder / "model.onnx")
+        loaded = OnnxEmbedder(name, folder, graph=folder / "model.onnx")
+    loaded.view_offset_floor = view_offset_floor(manifest)
+    return loaded
 
 
 class AdaptedEmbedder:
@@ -75,6 +98,8 @@ class AdaptedEmbedder:
         self._name = name
         self.base = base
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        self.view_offset_floor = 0.0
+        """The least offset its feedback views get (``record_view_offset``)."""
 
     @property
     def name(self) -> str:

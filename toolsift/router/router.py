@@ -548,7 +548,8 @@ class Router:
         texts = dict(zip(ids.tolist(), self.index.vectors.vectors(ids), strict=True))
         segments = getattr(self.embedder, "segments", None) or [(0, self.embedder.dimension)]
         stacked = {tool_id: np.vstack(rows) for tool_id, rows in requests.items()}
-        return ExampleViews.of(found, view_offsets(stacked, texts, segments))
+        floor = float(getattr(self.embedder, "view_offset_floor", 0.0) or 0.0)  # a tuned model's
+        return ExampleViews.of(found, view_offsets(stacked, texts, segments, floor))
 
     def _example_pairs(self, pairs: Sequence[tuple[int, str]], pool_key: str) -> list[tuple[int, Vector]]:
         """(tool id, vector) for each example; a tool with many is summarised (``summarise``).

@@ -229,12 +229,19 @@ class ExampleViews:
 
 
 def view_offsets(
-    requests: Mapping[int, Matrix], texts: Mapping[int, Vector], segments: Sequence[tuple[int, int]]
+    requests: Mapping[int, Matrix],
+    texts: Mapping[int, Vector],
+    segments: Sequence[tuple[int, int]],
+    floor: float = 0.0,
 ) -> list[tuple[int, int, float]]:
     """Per segment, ``VIEW_DISCOUNT`` times the median, over the labelled requests of tools that
     have two or more, of (cosine with the nearest other request of the tool) minus (cosine with
     the tool's text): how much more a view says than a text for a request of the same tool.
-    ``requests``: tool id -> its request vectors; ``texts``: tool id -> its text's vector."""
+    ``requests``: tool id -> its request vectors; ``texts``: tool id -> its text's vector.
+
+    ``floor``: the least offset (every segment). A tuned model was trained on these requests, so
+    they lie nearer their tools' texts than a new request would and understate the excess: its
+    floor is the offset measured on requests it never saw (``toolsift.tuning.check.unseen_offset``)."""
     found = []
     for start, end in segments:
         gaps: list[float] = []
@@ -246,7 +253,7 @@ def view_offsets(
             np.fill_diagonal(similar, -np.inf)
             gaps += (similar.max(axis=1) - sample @ texts[tool][start:end]).tolist()
         offset = VIEW_DISCOUNT * max(0.0, float(np.median(gaps))) if gaps else 0.0
-        found.append((start, end, offset))
+        found.append((start, end, max(offset, floor)))
     return found
 
 

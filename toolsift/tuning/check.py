@@ -13,9 +13,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from toolsift.catalog import Catalog
 from toolsift.router import Router
-from toolsift.router.usage import Feedback
+from toolsift.router.usage import Feedback, view_offsets
 from toolsift.tuning.pairs import Pair, by_request
 
 DEPTH = 10
@@ -62,6 +64,36 @@ def without_requests(catalog: Catalog, held: Sequence[Pair]) -> Catalog:
         for tool in catalog
     ]
     return catalog.with_tools(tools)
+
+
+@dataclass(frozen=True)
+class UnseenOffset:
+    offset: float
+    requests: int
+    tools: int
+
+
+def unseen_offset(router: Router, held: Sequence[Pair]) -> UnseenOffset:
+    """The feedback views' offset (``usage.view_offsets``) that ``router``'s model shows on the
+    held-back requests: requests it never trained on, for tools it never trained on. Measured on
+    its own training requests instead, a tuned model understates it (they lie nearer their
+    tools' texts than a new request will), and its views then take the requests of tools that
+    have none (benchmarks/DECISIONS.md, "Fine-tuning")."""
+    catalog = router.catalog
+    grouped: dict[int, list[str]] = {}
+    for pair in held:
+        if pair.tool in catalog:
+            grouped.setdefault(catalog.position(pair.tool), []).append(pair.query)
+    grouped = {tool: queries for tool, queries in grouped.items() if len(queries) >= 2}
+    if not grouped:
+        return UnseenOffset(0.0, 0, 0)
+    texts = list(dict.fromkeys(query for queries in grouped.values() for query in queries))
+    vectors = dict(zip(texts, router.embedder.embed_queries(texts), strict=True))
+    ids = np.asarray(sorted(grouped), dtype=np.int64)
+    tool_vectors = dict(zip(ids.tolist(), router.index.vectors.vectors(ids), strict=True))
+    requests = {tool: np.vstack([vectors[q] for q in queries]) for tool, queries in grouped.items()}
+    (_, _, offset), *_ = view_offsets(requests, tool_vectors, [(0, router.embedder.dimension)])
+    return UnseenOffset(offset, sum(len(q) for q in grouped.values()), len(grouped))
 
 
 def taught(router: Router, train: Sequence[Pair]) -> Router:

@@ -20,14 +20,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolsift.embeddings import get_embedder, model_beside
-from toolsift.embeddings.tuned import MANIFEST, PREFIX, is_tuned, tuned_folder, tuning_manifest
+from toolsift.embeddings.tuned import (
+    MANIFEST,
+    PREFIX,
+    is_tuned,
+    record_view_offset,
+    tuned_folder,
+    tuning_manifest,
+)
 from toolsift.errors import TuningRefused
 from toolsift.index import IndexKind
 from toolsift.index.folder_lock import folder_lock
 from toolsift.router import Router
 from toolsift.router.usage import UsageBook
 from toolsift.tuning import models
-from toolsift.tuning.check import HeldOutCheck, compare, without_requests
+from toolsift.tuning.check import HeldOutCheck, compare, unseen_offset, without_requests
 from toolsift.tuning.pairs import Pair, collect, hold_out
 from toolsift.tuning.shadow import drop, load_staged, stage, staged_model
 from toolsift.tuning.trainer import Kind, Recipe
@@ -171,7 +178,11 @@ def _candidate(kind: Kind, current: Router, train: Sequence[Pair], held: Sequenc
     say(
         f"{kind}: trained on {training['pairs_seen']} pairs in {training['seconds']} s; checking on the held-back requests"
     )
-    tuned = Router.build(current.catalog, get_embedder(name, beside=workdir), ranking=current.ranking)
+    embedder = get_embedder(name, beside=workdir)
+    tuned = Router.build(current.catalog, embedder, ranking=current.ranking)
+    unseen = unseen_offset(tuned, held)  # judged, and served, with its views discounted by it
+    floor = record_view_offset(workdir / name, unseen.offset, unseen.requests, unseen.tools)
+    embedder.view_offset_floor = floor  # type: ignore[attr-defined]  # as a fresh process loads it
     check = compare(current, tuned, train, held)
     say(f"{kind}: {check.reason}")
     return Candidate(kind, name, training, _check_document(check), check.accepted, check.reason), tuned
