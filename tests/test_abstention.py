@@ -6,6 +6,7 @@ after a restart) and follows feedback."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,13 @@ from toolsift.bench.abstention import NO_TOOL_EVAL
 from toolsift.catalog import Catalog, parse_catalog
 from toolsift.cli import main
 from toolsift.embeddings import Embedder
-from toolsift.router.confidence import DEFAULT_MIN_CONFIDENCE, abstention, calibrated_for, no_tool_requests
+from toolsift.router.confidence import (
+    DEFAULT_MIN_CONFIDENCE,
+    abstention,
+    calibrated_for,
+    crowd_share,
+    no_tool_requests,
+)
 from toolsift.router.usage import Feedback
 from toolsift.service import create_app
 from toolsift.service.mcp_server import mcp_server_for
@@ -198,3 +205,34 @@ def test_feedback_refits_the_calibration_of_its_pool(real_embedder: Embedder) ->
     after = router.calibration("")
     assert after is not before and after.center > before.center
     assert router.calibration(None).center == pytest.approx(before.center)  # the catalog's own is unchanged
+
+
+def test_the_crowds_share() -> None:
+    assert crowd_share([0.9, 0.9, 0.9, 0.9], 1) == pytest.approx(1 / 3.6)  # four fit: each a quarter-ish
+    assert crowd_share([0.9, 0.9, 0.9, 0.9], 2) == pytest.approx(2 / 3.6)  # a request in two parts asks for two
+    assert crowd_share([0.8, 0.1, 0.05], 1) == 1.0  # fewer fit than it asks for: nothing shared
+    assert crowd_share([], 1) == 1.0
+
+
+def test_near_equal_tools_share_their_confidence_but_not_the_abstention(real_embedder: Embedder) -> None:
+    """Three copies of the e-mail tool under other names: the shape's confidences of the four sum
+    to more than two, each reports under half of it (one tool is asked for: the four sum to at
+    most 1), and the answer is the one the shape's confidence, which the abstention compares,
+    gives (not abstained, the same tools)."""
+    request = "send an email message to bob"
+    plain = Router.build(small_catalog(), real_embedder)
+    email = next(tool for tool in plain.catalog if tool.name == "send_email").model_dump(exclude_none=True)
+    copies = [{**email, "name": f"send_email_v{n}"} for n in range(1, 4)]
+    tools = [*(tool.model_dump(exclude_none=True) for tool in plain.catalog), *copies]
+    crowded = Router.build(parse_catalog(tools, source="crowded"), real_embedder)
+    shape = Router(crowded.index, real_embedder, replace(crowded.ranking, recalibrate=False))
+    alone, among, before = (r.route(request, 5) for r in (plain, crowded, shape))
+    assert not alone.abstained and not among.abstained and not before.abstained
+    assert set(among.names[:4]) == {"send_email", "send_email_v1", "send_email_v2", "send_email_v3"}
+    assert among.names == before.names
+    mine = {m.name: m.confidence for m in among.matches}
+    theirs = {m.name: m.confidence for m in before.matches}
+    assert alone.matches[0].confidence > 2 * DEFAULT_MIN_CONFIDENCE
+    assert sum(mine[name] for name in among.names[:4]) <= 1.0 + 1e-6  # one tool asked for: at most one expected
+    assert sum(theirs[name] for name in among.names[:4]) > 2  # the shape: more than two fit
+    assert all(mine[name] < theirs[name] / 2 for name in among.names[:4])

@@ -17,10 +17,12 @@ from toolsift import Router
 from toolsift.catalog import load_catalog
 from toolsift.embeddings import Embedder
 from toolsift.router.confidence import (
+    CROWD_DEPTH,
     IDENTITY,
     RECALIBRATE_FROM,
     RECALIBRATION_GROWTH,
     Recalibration,
+    crowd_share,
     fit_recalibration,
 )
 from toolsift.router.usage import Feedback
@@ -72,18 +74,21 @@ def test_labels_that_often_name_another_tool_lower_each_match_but_not_the_absten
     requests = ["will it rain in Seattle tomorrow?", "email the team the agenda", "write me a haiku", "thanks!"]
     answers = [(routers["noisy"].route(r, 5), shape.route(r, 5)) for r in requests]
     assert {mine.abstained for mine, _ in answers} == {True, False}  # both kinds of answer are compared
-    for mine, theirs in answers:
+    for request, (mine, theirs) in zip(requests, answers, strict=True):
         assert (mine.abstained, mine.names) == (theirs.abstained, theirs.names)  # the same answer
+        crowd = shape.route(request, CROWD_DEPTH, min_confidence=0).matches  # one part: asks for one tool
+        share = crowd_share([m.confidence for m in crowd], 1)
         for reported, before in zip(mine.matches, theirs.matches, strict=True):
-            assert reported.confidence == pytest.approx(fitted["noisy"].apply(before.confidence), abs=1e-3)
+            assert reported.confidence == pytest.approx(fitted["noisy"].apply(before.confidence * share), abs=1e-3)
             assert reported.confidence != pytest.approx(before.confidence, abs=1e-3)
     named = routers["noisy"].route("send_email", 5)  # a tool named exactly keeps what it had
     assert (
         named.names[0] == "send_email"
         and named.matches[0].confidence == shape.route("send_email", 5).matches[0].confidence
     )
+    around = [m.confidence for m in shape.route("send_email", CROWD_DEPTH, min_confidence=0).matches]
     assert named.matches[1].confidence == pytest.approx(
-        fitted["noisy"].apply(shape.route("send_email", 5).matches[1].confidence), abs=1e-3
+        fitted["noisy"].apply(shape.route("send_email", 5).matches[1].confidence * crowd_share(around, 1)), abs=1e-3
     )
 
 
@@ -128,7 +133,7 @@ def test_the_fed_abstention_bench_reports_both_reliabilities_and_abstains_as_the
     assert result["fed"] + result["queries"] == len(queries) and result["fed"] >= RECALIBRATE_FROM
     assert result["recalibration"]["requests"] == result["fed"]  # fitted from what was learned
     assert result["reliability"]["bins"] != result["reliability_shape"]["bins"]
-    assert "before recalibration" in abstention_table([result])
+    assert "shape's confidence (before the crowd's share and any recalibration)" in abstention_table([result])
     default = next(row for row in result["rows"] if row["min_confidence"] == 0.1)
     served = [router.route(text, 5, min_confidence=0.1).abstained for text in no_tool["en"]]
     assert default["abstained_en"] == pytest.approx(sum(served) / len(served))  # the sweep is the router's rule

@@ -18,12 +18,15 @@ Per dataset, every sampled query with relevant tools is routed three ways, all w
 answerable query's tools; the prefix changes when the no-tool turn delivers a tool the session
 did not have. **Calibration**: the top-5 matches of answerable queries binned by confidence; per
 bin the mean confidence against the share that is relevant (reliability table), and the expected
-calibration error (the bins' gaps weighted by their share of matches).
+calibration error (the bins' gaps weighted by their share of matches), for the confidence each
+match reports and for the shape's before it (what the abstention compares: the reported one is
+shared with the request's crowd of near-equal matches, ``confidence.crowd_share``, and
+recalibrated once the catalog has labelled requests).
 
 **Fed** (``fed`` > 0): a seeded share of the answerable queries is learned as feedback first and
 only the rest is scored, as a catalog in use would be. The router then recalibrates each match's
 confidence from those labelled requests (``confidence.Recalibration``): the reliability table is
-given for the reported confidences and for the shape's before recalibration. The sweep is always
+given for the reported confidences and for the shape's before them. The sweep is always
 over the shape's confidence of the best match, which is what the router's abstention compares
 (recalibration changes what a match reports, not whether the answer abstains).
 """
@@ -221,13 +224,16 @@ def abstention_table(results: Sequence[dict[str, Any]]) -> str:
             cells += [f"{row['abstained_native']:.2f}"] if native else []
             out.append("| " + " | ".join(cells) + " |")
         out.append(_reliability_line(result, "reliability", "confidence"))
-        if result.get("recalibration", {}).get("requests"):
-            fit = result["recalibration"]
-            out.append(
-                _reliability_line(result, "reliability_shape", "confidence before recalibration")
-                + f"Recalibrated from {fit['requests']} labelled requests: slope {fit['slope']:.2f}, "
+        shape = _reliability_line(
+            result, "reliability_shape", "shape's confidence (before the crowd's share and any recalibration)"
+        )
+        fit = result.get("recalibration", {})
+        if fit.get("requests"):
+            shape += (
+                f"Recalibrated from {fit['requests']} labelled requests: slope {fit['slope']:.2f}, "
                 f"intercept {fit['intercept']:+.2f} (on the logit).\n"
             )
+        out.append(shape)
     legend = (
         "Recall@5 change: against no abstention on the same queries (95% interval, paired). Abstain: share of "
         "no-tool requests answered with no tools. Session prefix changed: share of generic no-tool turns that "

@@ -31,6 +31,14 @@ confidences are recalibrated to how often matches like them were the labelled to
 (``Recalibration``: Platt scaling of the logit, fitted on those requests, each routed with the
 views of the others). A catalog of near-duplicate tools, where one request fits several, thus
 reports lower per-match confidences without abstaining more.
+
+Before that, with or without labelled requests, a match's confidence is shared with its crowd
+(``crowd_share``): when many tools fit a request about as well (a catalog of a hundred image
+classifiers, two versions of one search tool), each is less likely the one the request means.
+The shape's confidences of the request's best ``CROWD_DEPTH`` tools sum to how many tools fit it;
+the request asks for as many as the distinct tools its parts put first (one for a single
+request); when more fit, each match keeps that share of its confidence. This too changes what a
+match reports, not whether the answer abstains.
 """
 
 from __future__ import annotations
@@ -70,6 +78,8 @@ RECALIBRATION_FOLDS = 2
 outside it (5 measured the same, at 2.5 times the cost: benchmarks/DECISIONS.md)."""
 RECALIBRATION_GROWTH = 1.25
 """The recalibration is refitted once the labelled requests grew by this factor since its fit."""
+CROWD_DEPTH = 20
+"""A request's crowd: the sum of the shape's confidences of its best this many tools."""
 MIN_SLOPE = 0.05
 SPREAD_UNITS = 1.2816
 """The spread: the center's distance from the median margin, in the standard deviations that
@@ -243,6 +253,14 @@ def fit_shape(features: np.ndarray, labels: np.ndarray, l2: float = 1e-2, steps:
     penalty = np.array([0.0] + [l2] * features.shape[1])
     weights = _logistic(design, np.asarray(labels, dtype=np.float64), np.zeros(design.shape[1]), penalty, steps)
     return Shape(*(round(float(w), 4) for w in weights))
+
+
+def crowd_share(confidences: Sequence[float], asks: int) -> float:
+    """The share of a match's confidence that is its own: ``asks`` (how many tools the request
+    asks for) over the crowd (the sum of ``confidences``, the shape's, of its best tools: how
+    many fit), at most 1. Label-free: what the catalog's near-equals say, not what users chose."""
+    crowd = float(np.sum(confidences))
+    return min(1.0, asks / crowd) if crowd > 0 else 1.0
 
 
 def abstention(confidences: Sequence[float], threshold: float) -> tuple[list[int], str]:

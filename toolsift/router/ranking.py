@@ -58,8 +58,10 @@ class RankingConfig:
     """A request whose best match is less likely than this to serve it gets no tools (abstains);
     0 never abstains (``toolsift.router.confidence``)."""
     recalibrate: bool = True
-    """Recalibrate each match's confidence from the catalog's labelled requests (its examples and
-    the pool's feedback) once it has enough (``toolsift.router.confidence.Recalibration``)."""
+    """Report each match's confidence that it is the one: shared with the request's crowd of
+    near-equal matches (``confidence.crowd_share``) and recalibrated from the catalog's labelled
+    requests (its examples and the pool's feedback) once it has enough (``Recalibration``).
+    False reports the shape's confidence, which the abstention compares either way."""
     group_weight: float = 0.0
     """Weight of the standardised group score (``GroupIndex``) added to each grouped tool's score;
     0 ranks every tool flat (the default: see benchmarks/DECISIONS.md, "Groups")."""

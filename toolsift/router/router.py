@@ -34,6 +34,7 @@ from toolsift.index import BuildStats, IndexKind, ToolIndex
 from toolsift.index.lexical import LexicalIndex, search_tokens
 from toolsift.router.caller import DEFAULT_K
 from toolsift.router.confidence import (
+    CROWD_DEPTH,
     RECALIBRATE_FROM,
     RECALIBRATION_FOLDS,
     RECALIBRATION_GROWTH,
@@ -42,6 +43,7 @@ from toolsift.router.confidence import (
     Recalibration,
     abstention,
     calibrated_for,
+    crowd_share,
     fit_recalibration,
     no_tool_vectors,
 )
@@ -330,10 +332,12 @@ class Router:
                 matches: list[Match] = []
                 reason = ""
                 if eligible and calibration is not None:
-                    matches = self._shape_matches(query, parts, vectors, k, allowed, views, calibration, min_score)
-                    matches = self._named_first(query, matches, allowed, k)
+                    shaped, share = self._shape_matches(
+                        query, parts, vectors, k, allowed, views, calibration, min_score
+                    )
+                    matches = self._named_first(query, shaped, allowed, k)
                     kept, reason = abstention([m.confidence for m in matches], threshold)  # does any fit
-                    matches = self._recalibrated_matches([matches[i] for i in kept], query, calibration)
+                    matches = self._reported_matches([matches[i] for i in kept], query, calibration, share)
                 results.append(
                     RouteResult(
                         query=query,
@@ -444,8 +448,9 @@ class Router:
             if missing:
                 vectors.update(zip(missing, self.embed_queries(missing), strict=True))
             for text in fold:
-                for match in self._shape_matches(text, parts[text], vectors, 5, None, views, calibration):
-                    confidences.append(match.confidence)
+                matches, share = self._shape_matches(text, parts[text], vectors, 5, None, views, calibration)
+                for match in matches:
+                    confidences.append(match.confidence * share)
                     relevant.append(float(self.catalog.position(match.name) in tools_of[text]))
         return fit_recalibration(np.asarray(confidences), np.asarray(relevant), len(tools_of))
 
@@ -587,13 +592,17 @@ class Router:
         min_score: float | None,
         calibration: Calibration,
         none: dict[str, float],
-    ) -> list[Match]:
+    ) -> tuple[list[Match], float]:
         """The whole query's best tool, then each part's best when it stands out for its part
-        (in the parts' order), then the rest of the whole query's ranking; ``k`` at most.
+        (in the parts' order), then the rest of the whole query's ranking; ``k`` at most. And the
+        share of each match's confidence that is its own (``confidence.crowd_share``: the distinct
+        tools first for the query or a part, over the sum of the best ``CROWD_DEPTH`` merged
+        matches' confidences).
         ``none``: each text's similarity to requests no tool serves (for the confidences)."""
         floor = -np.inf if min_score is None else min_score
         query = next(iter(none))
-        ranked = [m for m in self._matches(whole, None, calibration, none[query]) if m.score >= floor]
+        candidates = self._matches(whole, None, calibration, none[query])
+        ranked = [m for m in candidates if m.score >= floor]
         part_floor = max(floor, self.ranking.intent_min_score)
         from_parts = [
             m
@@ -605,7 +614,9 @@ class Router:
         for match in ranked[:1] + from_parts + ranked[1:]:
             if match.name not in merged:
                 merged[match.name] = replace(match, rank=len(merged) + 1)
-        return list(merged.values())[:k]
+        best = list(merged.values())
+        asks = len({m.name for m in candidates[:1] + from_parts})
+        return best[:k], crowd_share([m.confidence for m in best[:CROWD_DEPTH]], asks)
 
     def _shape_matches(
         self,
@@ -617,20 +628,29 @@ class Router:
         views: ExampleViews | None,
         calibration: Calibration,
         min_score: float | None = None,
-    ) -> list[Match]:
-        """The query's matches (its parts' best tools merged in) with the shape's confidences."""
-        whole = self._rank(query, vectors[query], k, allowed, views)
+    ) -> tuple[list[Match], float]:
+        """The query's matches (its parts' best tools merged in) with the shape's confidences, and
+        the share of them that is each match's own (``_merge``)."""
+        whole = self._rank(query, vectors[query], max(k, CROWD_DEPTH), allowed, views)
         part_tops = [(part, self._rank(part, vectors[part], 1, allowed, views)) for part in parts]
         none = {text: calibration.none_similarity(vectors[text]) for text in [query, *parts]}
         return self._merge(whole, part_tops, k, min_score, calibration, none)
 
-    def _recalibrated_matches(self, matches: list[Match], query: str, calibration: Calibration) -> list[Match]:
-        """``matches`` ranked 1.. with each one's confidence that it is the one (``Recalibration``);
-        a tool the query names exactly keeps the confidence it had."""
+    def _reported_matches(
+        self, matches: list[Match], query: str, calibration: Calibration, share: float
+    ) -> list[Match]:
+        """``matches`` ranked 1.. with each one's confidence that it is the one: its ``share`` of
+        the shape's (``crowd_share``), recalibrated (``Recalibration``); a tool the query names
+        exactly keeps the confidence it had."""
         named = self.catalog.resolve(query.strip())
         recalibrated = calibration.recalibration.apply
+        share = share if self.ranking.recalibrate else 1.0
         return [
-            replace(m, rank=rank, confidence=m.confidence if m.name == named else round(recalibrated(m.confidence), 4))
+            replace(
+                m,
+                rank=rank,
+                confidence=m.confidence if m.name == named else round(recalibrated(m.confidence * share), 4),
+            )
             for rank, m in enumerate(matches, start=1)
         ]
 
