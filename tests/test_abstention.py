@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import numpy as np
 import orjson
 import pytest
 import yaml
@@ -28,6 +29,7 @@ from toolsift.bench.abstention import NO_TOOL_EVAL
 from toolsift.catalog import Catalog, parse_catalog
 from toolsift.cli import main
 from toolsift.embeddings import Embedder
+from toolsift.router import Scope
 from toolsift.router.confidence import (
     DEFAULT_MIN_CONFIDENCE,
     abstention,
@@ -236,3 +238,9 @@ def test_near_equal_tools_share_their_confidence_but_not_the_abstention(real_emb
     assert sum(mine[name] for name in among.names[:4]) <= 1.0 + 1e-6  # one tool asked for: at most one expected
     assert sum(theirs[name] for name in among.names[:4]) > 2  # the shape: more than two fit
     assert all(mine[name] < theirs[name] / 2 for name in among.names[:4])
+    # a caller who may see one of the four has no crowd: the match keeps the shape's confidence
+    ids = np.asarray([i for i, tool in enumerate(crowded.catalog) if tool.name not in {c["name"] for c in copies}])
+    scope = Scope.of(crowded.catalog, ids)
+    seen, seen_before = (r.route(request, 5, scope=scope) for r in (crowded, shape))
+    assert seen.names[0] == "send_email" and "send_email_v1" not in seen.names
+    assert seen.matches[0].confidence == pytest.approx(seen_before.matches[0].confidence, abs=1e-4)
