@@ -222,17 +222,19 @@ class Calibration:
         """How close ``vector`` lies to requests no tool serves (mean of the nearest few)."""
         return float(_nearest_mean((self.none_vectors @ vector)[None, :])[0])
 
-    def features(self, evidence: np.ndarray, none: float, coverage: np.ndarray) -> np.ndarray:
-        """One row (above, below_best, coverage) per match; ``evidence`` ranked best first."""
+    def features(self, evidence: np.ndarray, none: float, coverage: np.ndarray, leading: int = 0) -> np.ndarray:
+        """One row (above, below_best, coverage) per match; ``evidence`` ranked best first. The
+        best is the best of the first ``leading`` matches (0: of all): the k a request asked for,
+        when more are ranked for its crowd."""
         evidence = np.asarray(evidence, dtype=np.float64)
         if not len(evidence):
             return np.empty((0, 3))
         above = (evidence - none - self.center) / self.spread
-        below = (float(evidence.max()) - evidence) / self.spread
+        below = (float(evidence[: leading or len(evidence)].max()) - evidence) / self.spread
         return np.column_stack([above, below, np.asarray(coverage, dtype=np.float64)])
 
-    def confidences(self, evidence: np.ndarray, none: float, coverage: np.ndarray) -> np.ndarray:
-        return probability(self.features(evidence, none, coverage), self.shape)
+    def confidences(self, evidence: np.ndarray, none: float, coverage: np.ndarray, leading: int = 0) -> np.ndarray:
+        return probability(self.features(evidence, none, coverage, leading), self.shape)
 
 
 def probability(features: np.ndarray, shape: Shape) -> np.ndarray:

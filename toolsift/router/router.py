@@ -601,7 +601,7 @@ class Router:
         ``none``: each text's similarity to requests no tool serves (for the confidences)."""
         floor = -np.inf if min_score is None else min_score
         query = next(iter(none))
-        candidates = self._matches(whole, None, calibration, none[query])
+        candidates = self._matches(whole, None, calibration, none[query], leading=k)
         ranked = [m for m in candidates if m.score >= floor]
         part_floor = max(floor, self.ranking.intent_min_score)
         from_parts = [
@@ -667,7 +667,11 @@ class Router:
         rest = [m for m in matches if m.name != tool.name]
         return [replace(m, rank=position) for position, m in enumerate([first, *rest][:k], start=1)]
 
-    def _matches(self, ranked: Ranked, intent: str | None, calibration: Calibration, none: float) -> list[Match]:
+    def _matches(
+        self, ranked: Ranked, intent: str | None, calibration: Calibration, none: float, leading: int = 0
+    ) -> list[Match]:
+        """``ranked`` as matches with the shape's confidences (the best of its first ``leading``:
+        ``Calibration.features``)."""
         rows = zip(
             ranked.ids.tolist(),
             ranked.scores.tolist(),
@@ -675,7 +679,7 @@ class Router:
             ranked.lexical.tolist(),
             ranked.dense_part.tolist(),
             ranked.lexical_part.tolist(),
-            calibration.confidences(ranked.evidence, none, ranked.coverage).tolist(),
+            calibration.confidences(ranked.evidence, none, ranked.coverage, leading).tolist(),
             strict=True,
         )
         return [
