@@ -30,6 +30,7 @@ from toolsift.catalog import Catalog, parse_catalog
 from toolsift.cli import main
 from toolsift.embeddings import Embedder
 from toolsift.router import Scope
+from toolsift.router import router as router_module
 from toolsift.router.confidence import (
     DEFAULT_MIN_CONFIDENCE,
     abstention,
@@ -244,3 +245,27 @@ def test_near_equal_tools_share_their_confidence_but_not_the_abstention(real_emb
     seen, seen_before = (r.route(request, 5, scope=scope) for r in (crowded, shape))
     assert seen.names[0] == "send_email" and "send_email_v1" not in seen.names
     assert seen.matches[0].confidence == pytest.approx(seen_before.matches[0].confidence, abs=1e-4)
+
+
+def test_ranking_deeper_for_the_crowd_changes_no_shape_confidence(
+    bundled_router: Router, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The crowd ranks 20 deep; the shape's confidences (and so every abstention) are those of the k
+    a request asked for, as when nothing more was ranked."""
+    shape = Router(bundled_router.index, bundled_router.embedder, replace(bundled_router.ranking, recalibrate=False))
+    requests = [
+        WEATHER,
+        HAIKU,
+        NO_TOOL,
+        "email the team the agenda, then book a flight to Oslo",
+        "convert 5 usd to eur",
+    ]
+    deep = [
+        [(m.name, m.confidence) for m in shape.route(r, k, min_confidence=0).matches] for r in requests for k in (1, 3)
+    ]
+    monkeypatch.setattr(router_module, "CROWD_DEPTH", 0)
+    fresh = Router(bundled_router.index, bundled_router.embedder, shape.ranking)
+    again = [
+        [(m.name, m.confidence) for m in fresh.route(r, k, min_confidence=0).matches] for r in requests for k in (1, 3)
+    ]
+    assert deep == again
