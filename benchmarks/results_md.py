@@ -181,9 +181,9 @@ def abstention_section(document: dict[str, Any]) -> str:
                 [
                     "Half of each dataset's sampled requests are learned as feedback first; the other half is "
                     "scored, with the feedback's views, as in a catalog in use. Each match's reported confidence "
-                    "is then recalibrated from the fed requests (`Recalibration`), and the reliability of the "
-                    "scored requests' matches is given after and before it; the sweep and the abstention use the "
-                    "confidence before it.",
+                    "is then shared with its crowd and recalibrated from the fed requests (`Recalibration`), and "
+                    "the reliability of the scored requests' matches is given for it and for the shape's before "
+                    "both; the sweep and the abstention use the shape's.",
                     "",
                 ]
                 if fed
@@ -195,7 +195,10 @@ def abstention_section(document: dict[str, Any]) -> str:
             "and with its relevant tools out of reach (no tool fits by construction; near-duplicates stay, a hard "
             "case); the generic no-tool requests of `benchmarks/abstention/no_tool_eval.yaml` (English, German, "
             "Spanish, Korean; none in the set toolsift calibrates on) are routed against each catalog. Every "
-            "threshold of the sweep applies the router's own rule to the same matches; the default is marked.",
+            "threshold of the sweep applies the router's own rule to the same matches; the default is marked. "
+            "Each match reports its shape's confidence shared with its crowd (`confidence.crowd_share`: when the "
+            "best 20 matches' confidences sum to more tools than the request asks for, each keeps that share); "
+            "the reliability is given for what it reports and for the shape's (which the abstention compares).",
             "",
             abstention_table(document["results"]),
         ]
