@@ -63,7 +63,9 @@ def record_view_offset(folder: Path, offset: float, requests: int, tools: int) -
     (``toolsift.router.usage.view_offsets``) and what it was measured on; the offset as recorded."""
     manifest = tuning_manifest(folder)
     manifest[VIEWS] = {"offset": round(float(offset), 6), "requests": requests, "tools": tools}
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    temporary = folder / f".{MANIFEST}.tmp"  # a reader sees the old manifest or the new, never half
+    temporary.write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    temporary.replace(folder / MANIFEST)
     return view_offset_floor(manifest)
 
 
