@@ -50,12 +50,18 @@ HAIKU = "compose a sonnet about a cat sleeping in the sun"
 WEATHER = "will it rain in Seattle tomorrow?"
 
 
+def _words(text: str) -> str:
+    """``text`` without case, punctuation or spacing: "Why is X?" and "why is x" are one request."""
+    return "".join(character for character in text.casefold() if character.isalnum())
+
+
 def test_the_calibration_set_and_the_benchmark_set_share_no_request() -> None:
-    fitted = set(no_tool_requests())
+    fitted = {_words(text) for text in no_tool_requests()}
     benchmark: dict[str, list[str]] = yaml.safe_load(NO_TOOL_EVAL.read_text(encoding="utf-8"))
     assert {"en", "de", "es", "ko"} <= set(benchmark)
-    assert not fitted & {text for texts in benchmark.values() for text in texts}
-    assert NO_TOOL not in fitted and HAIKU not in fitted
+    assert len(fitted) == len(no_tool_requests())  # no request shipped twice
+    assert not fitted & {_words(text) for texts in benchmark.values() for text in texts}
+    assert _words(NO_TOOL) not in fitted and _words(HAIKU) not in fitted
 
 
 def test_the_abstention_rule() -> None:
@@ -170,7 +176,7 @@ def small_catalog(extra: str = "") -> Catalog:
         {"name": "book_flight", "description": "Book a flight between two airports on a date"},
     ]
     if extra:
-        tools.append({"name": extra, "description": "Write a poem or a short story on any theme the user gives"})
+        tools.append({"name": extra, "description": "Write a poem, a sonnet or a short story on any theme the user gives"})
     return parse_catalog(tools, source="small")
 
 

@@ -6,8 +6,10 @@ For a seeded LIMIT of each dataset's answerable requests, routed with the shape'
 (``recalibrate`` off), the expected calibration error (10 bins) of the top-5 matches' confidence:
 as the shape gives it, divided by the crowd S (the sum of the best DEPTH matches' confidences,
 at least 1), and times min(1, asks / S) where asks is the number of distinct tools the request's
-parts put first (``confidence.crowd_share``, what the router now does), and its square root.
-Figures: benchmarks/DECISIONS.md ("Confidence and abstention").
+parts put first (``confidence.crowd_share``, what the router now does), its square root, and
+each match's chance of being relevant if each were so on its own with its confidence and at most
+asks of them are (``given_at_most``: the odds, conditioned). Figures: benchmarks/DECISIONS.md
+("Confidence and abstention").
 """
 
 import sys
@@ -27,6 +29,26 @@ def ece(confidence: np.ndarray, relevant: np.ndarray, bins: int = 10) -> float:
     where = np.minimum((confidence * bins).astype(int), bins - 1)
     return float(sum((where == b).mean() * abs(confidence[where == b].mean() - relevant[where == b].mean())
                      for b in range(bins) if (where == b).any()))  # fmt: skip
+
+
+def given_at_most(confidences: np.ndarray, asks: int) -> np.ndarray:
+    """Each match's chance of being relevant if each were so on its own with its confidence and
+    at most ``asks`` of them are: odds_i * E_{asks-1}(others) / E_asks(all), where E_m sums the
+    elementary symmetric polynomials of the odds up to degree m."""
+    odds = np.clip(confidences, 1e-6, 1 - 1e-6)
+    odds = odds / (1 - odds)
+    every = np.zeros(asks + 1)
+    every[0] = 1.0
+    for o in odds:
+        every[1:] = every[1:] + o * every[:-1]
+    shares = []
+    for o in odds:
+        others = np.zeros(asks + 1)
+        others[0] = 1.0
+        for k in range(1, asks + 1):
+            others[k] = every[k] - o * others[k - 1]
+        shares.append(o * others[:asks].sum() / every.sum())
+    return np.array(shares)
 
 
 def asks(router: Router, text: str, first: str) -> int:
@@ -51,13 +73,18 @@ def main(limit: str, depth: str, *names: str) -> None:
             matches = router.route(query.text, int(depth), min_confidence=0.0).matches
             crowd = sum(m.confidence for m in matches)
             wanted = asks(router, query.text, matches[0].name) if matches else 1
-            rows += [(m.confidence, float(m.name in query.relevant), crowd, wanted) for m in matches[:5]]
-        c, relevant, crowds, asked = (np.array(column) for column in zip(*rows, strict=True))
+            given = given_at_most(np.array([m.confidence for m in matches]), wanted) if matches else []
+            rows += [
+                (m.confidence, float(m.name in query.relevant), crowd, wanted, g)
+                for m, g in zip(matches[:5], given[:5], strict=True)
+            ]
+        c, relevant, crowds, asked, odds = (np.array(column) for column in zip(*rows, strict=True))
         spread = np.maximum(crowds, 1e-9)
         print(
             f"{name} depth {depth}: shape {ece(c, relevant):.3f} | / S {ece(c * np.minimum(1, 1 / spread), relevant):.3f}"
             f" | asks / S {ece(c * np.minimum(1, asked / spread), relevant):.3f}"
-            f" | sqrt {ece(c * np.minimum(1, np.sqrt(asked / spread)), relevant):.3f} | mean asks {asked.mean():.2f}",
+            f" | sqrt {ece(c * np.minimum(1, np.sqrt(asked / spread)), relevant):.3f}"
+            f" | at most asks {ece(odds, relevant):.3f} | mean asks {asked.mean():.2f}",
             flush=True,
         )
 

@@ -96,7 +96,7 @@ class Shape:
     coverage: float
 
 
-SHAPE = Shape(intercept=-2.4293, above=1.3147, below_best=-5.4968, coverage=6.1403)
+SHAPE = Shape(intercept=-2.6131, above=1.2604, below_best=-5.6731, coverage=6.3157)
 """Fitted by benchmarks/abstention/fit_shape.py (its output names the figures)."""
 
 
@@ -160,30 +160,37 @@ def fit_recalibration(
 
 
 def _logistic(
-    design: np.ndarray, labels: np.ndarray, start: np.ndarray, penalty: np.ndarray, steps: int = 50
+    design: np.ndarray,
+    labels: np.ndarray,
+    start: np.ndarray,
+    penalty: np.ndarray,
+    steps: int = 50,
+    weights: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Logistic regression of ``labels`` (0/1) on ``design`` rows: Newton's method from ``start``,
-    an L2 ``penalty`` (per weight) toward it, each step halved until the penalised log loss falls
-    (a plain Newton step can overshoot and diverge)."""
+    """Logistic regression of ``labels`` (0/1) on ``design`` rows (each counted ``weights`` times,
+    1 by default): Newton's method from ``start``, an L2 ``penalty`` (per coefficient) toward it,
+    each step halved until the penalised log loss falls (a plain Newton step can overshoot and
+    diverge)."""
+    counts = np.ones(len(labels)) if weights is None else np.asarray(weights, dtype=np.float64)
 
-    def loss(weights: np.ndarray) -> float:
-        logits = design @ weights
+    def loss(coefficients: np.ndarray) -> float:
+        logits = design @ coefficients
         log_loss = labels * np.logaddexp(0, -logits) + (1 - labels) * np.logaddexp(0, logits)
-        return float(log_loss.sum() + 0.5 * (penalty * (weights - start) ** 2).sum())
+        return float((counts * log_loss).sum() + 0.5 * (penalty * (coefficients - start) ** 2).sum())
 
-    weights = start.astype(np.float64).copy()
+    coefficients = start.astype(np.float64).copy()
     for _ in range(steps):
-        predicted = _sigmoid(design @ weights)
-        gradient = design.T @ (predicted - labels) + penalty * (weights - start)
-        hessian = (design * (predicted * (1 - predicted))[:, None]).T @ design + np.diag(penalty)
+        predicted = _sigmoid(design @ coefficients)
+        gradient = design.T @ (counts * (predicted - labels)) + penalty * (coefficients - start)
+        hessian = (design * (counts * predicted * (1 - predicted))[:, None]).T @ design + np.diag(penalty)
         step = np.linalg.solve(hessian, gradient)
-        size, before = 1.0, loss(weights)
-        while size > 1e-6 and loss(weights - size * step) > before - 1e-4 * size * float(gradient @ step):
+        size, before = 1.0, loss(coefficients)
+        while size > 1e-6 and loss(coefficients - size * step) > before - 1e-4 * size * float(gradient @ step):
             size /= 2
-        weights = weights - size * step
+        coefficients = coefficients - size * step
         if float(np.abs(size * step).max()) < 1e-8:
             break
-    return weights
+    return coefficients
 
 
 def _logit(p: Any) -> Any:
@@ -248,13 +255,15 @@ def _nearest_mean(similar: np.ndarray) -> np.ndarray:
     return np.asarray(nearest.mean(axis=1))
 
 
-def fit_shape(features: np.ndarray, labels: np.ndarray, l2: float = 1e-2, steps: int = 50) -> Shape:
+def fit_shape(
+    features: np.ndarray, labels: np.ndarray, l2: float = 1e-2, steps: int = 50, weights: np.ndarray | None = None
+) -> Shape:
     """Logistic regression (Newton's method, a light L2 on the slopes) of ``labels`` (0/1) on
-    ``features`` rows (above, below_best, coverage)."""
+    ``features`` rows (above, below_best, coverage), each counted ``weights`` times (1 by default)."""
     design = np.column_stack([np.ones(len(features)), features])
     penalty = np.array([0.0] + [l2] * features.shape[1])
-    weights = _logistic(design, np.asarray(labels, dtype=np.float64), np.zeros(design.shape[1]), penalty, steps)
-    return Shape(*(round(float(w), 4) for w in weights))
+    fitted = _logistic(design, np.asarray(labels, dtype=np.float64), np.zeros(design.shape[1]), penalty, steps, weights)
+    return Shape(*(round(float(w), 4) for w in fitted))
 
 
 def crowd_share(confidences: Sequence[float], asks: int) -> float:
