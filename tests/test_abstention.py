@@ -176,7 +176,9 @@ def small_catalog(extra: str = "") -> Catalog:
         {"name": "book_flight", "description": "Book a flight between two airports on a date"},
     ]
     if extra:
-        tools.append({"name": extra, "description": "Write a poem, a sonnet or a short story on any theme the user gives"})
+        tools.append(
+            {"name": extra, "description": "Write a poem, a sonnet or a short story on any theme the user gives"}
+        )
     return parse_catalog(tools, source="small")
 
 
