@@ -300,6 +300,27 @@ def test_abstention_curve_on_a_tiny_dataset(tiny_dataset: Path) -> None:
     assert "### tiny" in table and "| 0.1 |" not in table and "abstain: de" in table
 
 
+def test_the_calibration_error_comes_with_an_interval_over_requests() -> None:
+    from toolsift.bench.abstention import abstention_table, reliability
+
+    # each request: one match at 0.8 that is relevant, one at 0.3 that is not -> bins 0.8->1.0, 0.3->0.0
+    even = [([("a", 0.8), ("b", 0.3)], ("a",))] * 50
+    table = reliability(even)
+    assert table["ece"] == pytest.approx((0.2 + 0.3) / 2)
+    low, high = table["ece_interval"]
+    assert low == pytest.approx(table["ece"]) and high == pytest.approx(table["ece"])  # every resample alike
+    # half the requests: the sure match is wrong; the interval now has width and holds the estimate
+    mixed = [([("a", 0.8)], ("a",) if i % 2 else ("z",)) for i in range(200)]
+    table = reliability(mixed)
+    low, high = table["ece_interval"]
+    assert table["ece"] == pytest.approx(0.3) and low < 0.3 < high and high - low < 0.2
+    few = reliability(mixed[:20])["ece_interval"]
+    assert few[1] - few[0] > high - low  # fewer requests, a wider interval
+    line = abstention_table([{"dataset": "x", "tools": 1, "queries": 1, "fed": 0, "generic_no_tool": {}, "k": 1,
+                              "rows": [], "reliability": table, "reliability_shape": table}])  # fmt: skip
+    assert "expected calibration error 0.300 (95% interval" in line
+
+
 @pytest.mark.model
 def test_abstention_bench_command(tmp_path: Path, tiny_dataset: Path) -> None:
     out = tmp_path / "abstention.json"

@@ -164,32 +164,58 @@ def _prefix_changed(no_tool: Sequence[Routed], answerable: Sequence[tuple[Routed
 
 
 def reliability(answerable: Sequence[tuple[Routed, tuple[str, ...]]], bins: int = BINS) -> dict[str, Any]:
-    """Mean confidence and share relevant per confidence bin, over the top-k matches."""
+    """Mean confidence and share relevant per confidence bin, over the top-k matches; the expected
+    calibration error with its 95% interval (``ece_interval``: requests resampled, ``ece_bootstrap``)."""
     pairs = [(confidence, name in relevant) for routed, relevant in answerable for name, confidence in routed]
     if not pairs:
-        return {"matches": 0, "ece": 0.0, "log_loss": 0.0, "bins": []}
+        return {"matches": 0, "ece": 0.0, "ece_interval": [0.0, 0.0], "log_loss": 0.0, "bins": []}
     confidence = np.array([p for p, _ in pairs])
     relevant = np.array([float(r) for _, r in pairs])
     where = np.minimum((confidence * bins).astype(int), bins - 1)
-    table, error = [], 0.0
-    for b in range(bins):
-        inside = where == b
-        if not inside.any():
-            continue
-        gap = abs(float(confidence[inside].mean()) - float(relevant[inside].mean()))
-        error += float(inside.mean()) * gap
-        table.append(
-            {
-                "from": b / bins,
-                "to": (b + 1) / bins,
-                "matches": int(inside.sum()),
-                "confidence": float(confidence[inside].mean()),
-                "relevant": float(relevant[inside].mean()),
-            }
-        )
+    table = [
+        {
+            "from": b / bins,
+            "to": (b + 1) / bins,
+            "matches": int((where == b).sum()),
+            "confidence": float(confidence[where == b].mean()),
+            "relevant": float(relevant[where == b].mean()),
+        }
+        for b in range(bins)
+        if (where == b).any()
+    ]
+    request = np.repeat(np.arange(len(answerable)), [len(routed) for routed, _ in answerable])
     clipped = np.clip(confidence, 1e-4, 1 - 1e-4)
     log_loss = -float(np.mean(relevant * np.log(clipped) + (1 - relevant) * np.log(1 - clipped)))
-    return {"matches": len(pairs), "ece": error, "log_loss": log_loss, "bins": table}
+    return {
+        "matches": len(pairs),
+        "ece": ece_of(confidence, relevant, bins),
+        "ece_interval": ece_bootstrap(confidence, relevant, request, bins),
+        "log_loss": log_loss,
+        "bins": table,
+    }
+
+
+def ece_of(confidence: np.ndarray, relevant: np.ndarray, bins: int = BINS, weights: np.ndarray | None = None) -> float:
+    """Expected calibration error: the gap between mean confidence and share relevant, per bin,
+    weighted by the bin's share of the matches (each match counted ``weights`` times)."""
+    counted = np.ones(len(confidence)) if weights is None else weights
+    where = np.minimum((confidence * bins).astype(int), bins - 1)
+    total = np.bincount(where, counted, bins)
+    said = np.bincount(where, counted * confidence, bins)
+    right = np.bincount(where, counted * relevant, bins)
+    filled = total > 0
+    return float(np.abs(said[filled] - right[filled]).sum() / total.sum())
+
+
+def ece_bootstrap(
+    confidence: np.ndarray, relevant: np.ndarray, request: np.ndarray, bins: int = BINS, rounds: int = 400
+) -> list[float]:
+    """The 2.5th and 97.5th percentiles of the expected calibration error over ``rounds`` seeded
+    resamples of the requests (``request``: each match's request), their matches together."""
+    requests = int(request.max()) + 1
+    draws = np.random.default_rng(0).integers(0, requests, size=(rounds, requests))
+    errors = [ece_of(confidence, relevant, bins, np.bincount(draw, minlength=requests)[request]) for draw in draws]
+    return [float(np.percentile(errors, 2.5)), float(np.percentile(errors, 97.5))]
 
 
 def _share(flags: Any) -> float:
@@ -237,16 +263,22 @@ def abstention_table(results: Sequence[dict[str, Any]]) -> str:
     legend = (
         "Recall@5 change: against no abstention on the same queries (95% interval, paired). Abstain: share of "
         "no-tool requests answered with no tools. Session prefix changed: share of generic no-tool turns that "
-        "added a tool to the session. Reliability: mean confidence → share relevant, per confidence bin."
+        "added a tool to the session. Reliability: mean confidence → share relevant, per confidence bin; the "
+        "expected calibration error's 95% interval resamples the requests (400 seeded bootstrap rounds)."
     )
     return "\n".join(out) + "\n" + legend + "\n"
+
+
+def _interval(table: dict[str, Any]) -> str:
+    low, high = table.get("ece_interval") or (None, None)
+    return "" if low is None else f" (95% interval {low:.3f}-{high:.3f})"
 
 
 def _reliability_line(result: dict[str, Any], key: str, label: str) -> str:
     table = result[key]
     return (
         f"\nReliability of the top-{result['k']} matches' {label} ({table['matches']} matches, "
-        f"expected calibration error {table['ece']:.3f}, log loss {table.get('log_loss', 0.0):.3f}): "
+        f"expected calibration error {table['ece']:.3f}{_interval(table)}, log loss {table.get('log_loss', 0.0):.3f}): "
         + ", ".join(f"{b['confidence']:.2f}→{b['relevant']:.2f} (n={b['matches']})" for b in table["bins"])
         + "\n"
     )
