@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from toolsift.bench.abstention import ece_of
 from toolsift.catalog import load_catalog
 from toolsift.embeddings import get_embedder
 from toolsift.router import Router
@@ -37,11 +38,15 @@ def labelled_requests() -> list[tuple[str, str]]:
     return [(row[0], row[1]) for row in rows if row and not row[0].startswith("#")]
 
 
-def matches_of(router: Router, k: int) -> tuple[np.ndarray, np.ndarray]:
+def matches_of(router: Router, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each match's features, label and weight in the fit (the no-tool requests weighing together
+    ``NO_TOOL_BALANCE`` times the written ones)."""
     calibration = router.calibration()
     features: list[np.ndarray] = []
     labels: list[np.ndarray] = []
+    weights: list[np.ndarray] = []
     requests = labelled_requests()
+    none_weight = NO_TOOL_BALANCE * len(requests) / len(no_tool_requests())
     texts = [text for text, _ in requests] + list(no_tool_requests())
     wanted = [tool for _, tool in requests] + [None] * len(no_tool_requests())
     vectors = router.embed_queries(texts)
@@ -57,38 +62,28 @@ def matches_of(router: Router, k: int) -> tuple[np.ndarray, np.ndarray]:
         features.append(calibration.features(ranked.evidence, none, ranked.coverage))
         names = [router.catalog[int(i)].name for i in ranked.ids]
         labels.append(np.array([float(name == tool) for name in names]))
-    return np.vstack(features), np.concatenate(labels)
-
-
-def expected_calibration_error(predicted: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
-    edges = np.minimum((predicted * bins).astype(int), bins - 1)
-    error = 0.0
-    for b in range(bins):
-        inside = edges == b
-        if inside.any():
-            error += inside.mean() * abs(predicted[inside].mean() - labels[inside].mean())
-    return float(error)
+        weights.append(np.full(len(names), none_weight if tool is None else 1.0))
+    return np.vstack(features), np.concatenate(labels), np.concatenate(weights)
 
 
 def main(argv: list[str]) -> None:
     k = int(argv[argv.index("--k") + 1]) if "--k" in argv else 5
     catalog = load_catalog(BUNDLED_CATALOG)
-    features, labels = [], []
+    features, labels, weights = [], [], []
     for model in MODELS:
         router = Router.build(catalog, get_embedder(model))
-        found, labelled = matches_of(router, k)
+        found, labelled, weighed = matches_of(router, k)
         calibration = router.calibration()
         print(f"{model}: center {calibration.center:.4f}, spread {calibration.spread:.4f}, {len(labelled)} matches")
         features.append(found)
         labels.append(labelled)
+        weights.append(weighed)
     pooled, truth = np.vstack(features), np.concatenate(labels)
-    written, none = len(labelled_requests()), len(no_tool_requests())
-    per_model = np.concatenate([np.ones(written * k), np.full(none * k, NO_TOOL_BALANCE * written / none)])
-    shape = fit_shape(pooled, truth, weights=np.tile(per_model, len(MODELS)))
+    shape = fit_shape(pooled, truth, weights=np.concatenate(weights))
     predicted = probability(pooled, shape)
     loss = -np.mean(truth * np.log(predicted + 1e-12) + (1 - truth) * np.log(1 - predicted + 1e-12))
     print(f"{len(truth)} matches, {int(truth.sum())} positive; log loss {loss:.4f}")
-    print(f"expected calibration error on the fitted matches: {expected_calibration_error(predicted, truth):.4f}")
+    print(f"expected calibration error on the fitted matches: {ece_of(predicted, truth):.4f}")
     print(f"SHAPE = {shape!r}")
 
 

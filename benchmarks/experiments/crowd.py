@@ -17,18 +17,13 @@ from dataclasses import replace
 
 import numpy as np
 
+from toolsift.bench.abstention import ece_of
 from toolsift.bench.cli import embedder_for
 from toolsift.bench.datasets import load_dataset
 from toolsift.router import Router
 from toolsift.settings import Settings
 
 ROOT = "../shared/datasets"
-
-
-def ece(confidence: np.ndarray, relevant: np.ndarray, bins: int = 10) -> float:
-    where = np.minimum((confidence * bins).astype(int), bins - 1)
-    return float(sum((where == b).mean() * abs(confidence[where == b].mean() - relevant[where == b].mean())
-                     for b in range(bins) if (where == b).any()))  # fmt: skip
 
 
 def given_at_most(confidences: np.ndarray, asks: int) -> np.ndarray:
@@ -81,10 +76,10 @@ def main(limit: str, depth: str, *names: str) -> None:
         c, relevant, crowds, asked, odds = (np.array(column) for column in zip(*rows, strict=True))
         spread = np.maximum(crowds, 1e-9)
         print(
-            f"{name} depth {depth}: shape {ece(c, relevant):.3f} | / S {ece(c * np.minimum(1, 1 / spread), relevant):.3f}"
-            f" | asks / S {ece(c * np.minimum(1, asked / spread), relevant):.3f}"
-            f" | sqrt {ece(c * np.minimum(1, np.sqrt(asked / spread)), relevant):.3f}"
-            f" | at most asks {ece(odds, relevant):.3f} | mean asks {asked.mean():.2f}",
+            f"{name} depth {depth}: shape {ece_of(c, relevant):.3f} | / S {ece_of(c * np.minimum(1, 1 / spread), relevant):.3f}"
+            f" | asks / S {ece_of(c * np.minimum(1, asked / spread), relevant):.3f}"
+            f" | sqrt {ece_of(c * np.minimum(1, np.sqrt(asked / spread)), relevant):.3f}"
+            f" | at most asks {ece_of(odds, relevant):.3f} | mean asks {asked.mean():.2f}",
             flush=True,
         )
 

@@ -172,16 +172,17 @@ def reliability(answerable: Sequence[tuple[Routed, tuple[str, ...]]], bins: int 
     confidence = np.array([p for p, _ in pairs])
     relevant = np.array([float(r) for _, r in pairs])
     where = np.minimum((confidence * bins).astype(int), bins - 1)
+    inside = [(b, where == b) for b in range(bins)]
     table = [
         {
             "from": b / bins,
             "to": (b + 1) / bins,
-            "matches": int((where == b).sum()),
-            "confidence": float(confidence[where == b].mean()),
-            "relevant": float(relevant[where == b].mean()),
+            "matches": int(mask.sum()),
+            "confidence": float(confidence[mask].mean()),
+            "relevant": float(relevant[mask].mean()),
         }
-        for b in range(bins)
-        if (where == b).any()
+        for b, mask in inside
+        if mask.any()
     ]
     request = np.repeat(np.arange(len(answerable)), [len(routed) for routed, _ in answerable])
     clipped = np.clip(confidence, 1e-4, 1 - 1e-4)
