@@ -2,8 +2,10 @@
 
     python benchmarks/experiments/tuning_epochs.py apibench full "epochs=3" "epochs=2"
     python benchmarks/experiments/tuning_epochs.py sealtools:query full "learning_rate=0.0001"
+    python benchmarks/experiments/tuning_epochs.py metatool full "loss=gist"
 
-For each setting (``field=value;field=value`` of ``toolsift.tuning.trainer.Recipe``), the dataset
+For each setting (``field=value;field=value`` of ``toolsift.tuning.trainer.Recipe``, or
+``loss=gist``: the base model guides which in-batch negatives count), the dataset
 (a seeded 6,000 queries at most) split by tool at F = 0.5 (or by query, after a colon), the model tuned on at most 3,000 fed
 pairs, Recall@5 of the scored requests paired against the base model. Figures and the choice:
 benchmarks/DECISIONS.md ("Fine-tuning").
@@ -17,14 +19,30 @@ from dataclasses import fields
 from toolsift.bench.cli import embedder_for
 from toolsift.bench.datasets import load_dataset
 from toolsift.bench.tuning import run_tuning_curve, tuning_table
+from toolsift.tuning import trainer
 from toolsift.tuning.trainer import Recipe
 
 ROOT = "../shared/datasets"
+PLAIN = trainer._loss
 
 
 def recipe_of(spec: str) -> Recipe:
     kinds = {f.name: type(getattr(Recipe(), f.name)) for f in fields(Recipe)}
-    return Recipe(**{key: kinds[key](value) for key, value in (part.split("=") for part in spec.split(";"))})
+    given = dict(part.split("=") for part in spec.split(";") if not part.startswith("loss="))
+    return Recipe(
+        **{key: value in ("1", "true") if kinds[key] is bool else kinds[key](value) for key, value in given.items()}
+    )
+
+
+def guided_loss(model, source, recipe):
+    """sentence-transformers' ``GISTEmbedLoss`` with the base model as the guide: a batch's tools
+    the base model finds at least as near as a request's own are left out of its negatives."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer import losses
+
+    guide = SentenceTransformer(str(source), device="cpu", local_files_only=True)
+    guide.max_seq_length = recipe.max_tokens
+    return losses.GISTEmbedLoss(model, guide, temperature=1 / recipe.scale)
 
 
 def main(target: str, kinds: str, *specs: str) -> None:
@@ -32,6 +50,7 @@ def main(target: str, kinds: str, *specs: str) -> None:
     dataset = load_dataset(f"{ROOT}/{name}/tools.jsonl", f"{ROOT}/{name}/queries.jsonl").sample(6000)
     embedder = embedder_for("auto", dataset.catalog)
     for spec in specs:
+        trainer._loss = guided_loss if "loss=gist" in spec else PLAIN
         started = time.time()
         points = run_tuning_curve(dataset, embedder, [0.5], [5], split_by=split_by or "tool", kinds=kinds.split(","),
                                   recipe=recipe_of(spec), max_pairs=3000)  # fmt: skip

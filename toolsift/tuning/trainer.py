@@ -120,14 +120,11 @@ def train_full(
     """The sentence-transformers model in ``source`` fine-tuned on ``pairs`` (``texts``: each
     tool's text), until done or ``deadline`` (``time.monotonic``)."""
     torch, SentenceTransformer = torch_modules()
-    from sentence_transformers.sentence_transformer import losses
-
     torch.manual_seed(recipe.seed)
     model = SentenceTransformer(str(source), device="cpu", local_files_only=True)
     model.max_seq_length = recipe.max_tokens
     base = {name: value.detach().clone() for name, value in model.state_dict().items()} if recipe.blend < 1 else {}
-    kind = losses.MultipleNegativesSymmetricRankingLoss if recipe.symmetric else losses.MultipleNegativesRankingLoss
-    loss = kind(model, scale=recipe.scale)
+    loss = _loss(model, source, recipe)
     optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.learning_rate)
     plan = [batch for epoch in range(recipe.epochs) for batch in batches(pairs, recipe.batch_size, recipe.seed + epoch)]
     warmup = max(1, int(recipe.warmup * len(plan)))
@@ -188,6 +185,15 @@ def train_adapter(
             steps += 1
     trained = matrix.detach().numpy().astype(np.float32)
     return trained, TrainStats(count * recipe.adapter_epochs, steps, time.monotonic() - started, False)
+
+
+def _loss(model: Any, source: Path, recipe: Recipe) -> Any:
+    """In-batch negatives, plain or symmetric (``source``: the base model's folder, for a loss
+    that consults it; ``benchmarks/experiments/tuning_epochs.py`` tries one)."""
+    from sentence_transformers.sentence_transformer import losses
+
+    kind = losses.MultipleNegativesSymmetricRankingLoss if recipe.symmetric else losses.MultipleNegativesRankingLoss
+    return kind(model, scale=recipe.scale)
 
 
 def _blend(model: Any, base: Mapping[str, Any], share: float) -> None:
