@@ -18,13 +18,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolsift.bench.cli import embedder_for
-from toolsift.bench.datasets import load_dataset
+from toolsift.bench.datasets import Dataset, Query, load_dataset
 from toolsift.bench.feedback import _paired, _recalls
 from toolsift.bench.tuning import pairs_of, split_by_tool
+from toolsift.embeddings import Embedder
 from toolsift.embeddings.base import normalise_rows
-from toolsift.embeddings.sentence_transformer import packaged_model_path
 from toolsift.router import Router
 from toolsift.router.threads import single_threaded_queries
+from toolsift.tuning import models
+from toolsift.tuning.pairs import Pair
 from toolsift.tuning.trainer import batches, torch_modules
 
 ROOT = "../shared/datasets"
@@ -62,10 +64,10 @@ class Tower:
         return normalise_rows(np.asarray(vectors, dtype=np.float32))
 
 
-def train(pairs, vectors, setting):
+def train(source, pairs, vectors, setting):
     torch, SentenceTransformer = torch_modules()
     torch.manual_seed(0)
-    model = SentenceTransformer(str(packaged_model_path("all-MiniLM-L6-v2")), device="cpu", local_files_only=True)
+    model = SentenceTransformer(str(source), device="cpu", local_files_only=True)
     model.max_seq_length = 128
     named = sorted({p.tool for p in pairs})
     column = {name: i for i, name in enumerate(named)}
@@ -96,22 +98,28 @@ def train(pairs, vectors, setting):
     return model
 
 
-def main(name: str, *specs: str) -> None:
+def tool_split(name: str) -> tuple[Dataset, Embedder, Router, list[Pair], list[Query]]:
+    """As ``tuning_epochs.py``: a seeded 6,000 of the dataset's queries, its tools split at F =
+    0.5, at most 3,000 fed pairs; (dataset, base embedder, base router, pairs, scored requests)."""
     single_threaded_queries()
     dataset = load_dataset(f"{ROOT}/{name}/tools.jsonl", f"{ROOT}/{name}/queries.jsonl").sample(6000)
     embedder = embedder_for("auto", dataset.catalog)
-    base = Router.build(dataset.catalog, embedder)
     fed, scored = split_by_tool(dataset.with_tools, dataset.catalog.names, 0.5, 0)
     pairs = pairs_of(fed)
     if len(pairs) > 3000:
         pairs = random.Random(0).sample(pairs, 3000)
+    return dataset, embedder, Router.build(dataset.catalog, embedder), pairs, scored
+
+
+def main(name: str, *specs: str) -> None:
+    dataset, embedder, base, pairs, scored = tool_split(name)
     rows = base.index.vectors.vectors(np.arange(len(dataset.catalog), dtype=np.int64))
     vectors = {tool.name: rows[dataset.catalog.position(tool.name)] for tool in dataset.catalog}
     before = _recalls(base, None, scored, [5])[5]
     print(f"{name}: {len(pairs)} pairs, {len(scored)} scored, base R@5 {np.mean(before):.4f}", flush=True)
     for spec in specs:
         started = time.time()
-        model = train(pairs, vectors, setting_of(spec))
+        model = train(models.full_source(embedder.name, None), pairs, vectors, setting_of(spec))
         seconds = time.time() - started
         tuned = Router(base.index, Tower(embedder, model), base.ranking)
         after = _recalls(tuned, None, scored, [5])[5]

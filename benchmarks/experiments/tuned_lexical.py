@@ -9,35 +9,23 @@ requests paired against the base model at the default weight. Figures: benchmark
 ("Fine-tuning").
 """
 
-import random
 import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
-from toolsift.bench.cli import embedder_for
-from toolsift.bench.datasets import load_dataset
+from query_tower import tool_split  # beside this script
+
 from toolsift.bench.feedback import _paired, _recalls
 from toolsift.bench.metrics import mean
-from toolsift.bench.tuning import pairs_of, split_by_tool
 from toolsift.router import Router
-from toolsift.router.threads import single_threaded_queries
 from toolsift.tuning import models
 from toolsift.tuning.trainer import Recipe
 
-ROOT = "../shared/datasets"
-
 
 def main(name: str, weights: str) -> None:
-    single_threaded_queries()
-    dataset = load_dataset(f"{ROOT}/{name}/tools.jsonl", f"{ROOT}/{name}/queries.jsonl").sample(6000)
-    embedder = embedder_for("auto", dataset.catalog)
-    base = Router.build(dataset.catalog, embedder)
-    fed, scored = split_by_tool(dataset.with_tools, dataset.catalog.names, 0.5, 0)
-    pairs = pairs_of(fed)
-    if len(pairs) > 3000:
-        pairs = random.Random(0).sample(pairs, 3000)
+    dataset, _, base, pairs, scored = tool_split(name)
     reference = _recalls(base, None, scored, [5])[5]
     print(f"{name}: {len(pairs)} pairs, {len(scored)} scored, base R@5 {mean(reference):.4f}", flush=True)
     with tempfile.TemporaryDirectory() as workdir:
