@@ -33,11 +33,15 @@ from toolsift.router import Scope
 from toolsift.router import router as router_module
 from toolsift.router.confidence import (
     DEFAULT_MIN_CONFIDENCE,
+    FLOOR_SHARE,
     abstention,
     calibrated_for,
     crowd_share,
+    no_tool_floor,
+    no_tool_languages,
     no_tool_requests,
 )
+from toolsift.router.ranking import RankingConfig
 from toolsift.router.usage import Feedback
 from toolsift.service import create_app
 from toolsift.service.mcp_server import mcp_server_for
@@ -167,6 +171,47 @@ def test_the_server_setting_and_a_bad_value(bundled_router: Router) -> None:
     with TestClient(create_app(bundled_router, settings=Settings())) as http:
         bad = http.post("/route", json={"query": HAIKU, "min_confidence": 1.5})
         assert bad.status_code == 422 and "min_confidence" in bad.text
+
+
+def test_the_no_tool_floor_is_the_hardest_languages_quantile() -> None:
+    english = [0.01 * i for i in range(10)]  # 0.00 .. 0.09
+    assert no_tool_floor([*english, 0.5, 0.6], ["en"] * 10 + ["de"] * 2) == pytest.approx(0.58)  # de's 80%
+    assert no_tool_floor(english, ["en"] * 10) == pytest.approx(float(np.quantile(english, FLOOR_SHARE)))
+    assert len(no_tool_languages()) == len(no_tool_requests()) and {"en", "de", "es", "ko"} <= set(no_tool_languages())
+
+
+TRIVIA = [  # tools for what the shipped no-tool requests ask: they pass 0.1 here
+    {"name": "tell_joke", "description": "Tell a joke or a funny story about any subject"},
+    {"name": "write_poem", "description": "Write a poem, a haiku, a limerick or a short story on a theme"},
+    {"name": "explain_topic", "description": "Explain how something in science or nature works, simply"},
+    {"name": "give_advice", "description": "Advice on life, work, relationships, habits and feelings"},
+    {"name": "share_opinion", "description": "Give an opinion on which of two things is better and why"},
+    {"name": "solve_puzzle", "description": "Solve a riddle, a logic puzzle or a word problem in arithmetic"},
+    {"name": "chat", "description": "Small talk: greetings, thanks, how are you, goodbyes"},
+]
+
+
+def test_a_catalog_that_catches_no_tool_requests_raises_its_default_threshold(real_embedder: Embedder) -> None:
+    """The default threshold is 0.1 or the catalog's no-tool floor, the higher; a number the
+    ranking config, the server or the request sets is used as it is."""
+    plain = Router.build(small_catalog(), real_embedder)
+    assert plain.no_tool_floor() < DEFAULT_MIN_CONFIDENCE and plain.min_confidence == DEFAULT_MIN_CONFIDENCE
+    trivia = Router.build(parse_catalog(TRIVIA, source="trivia"), real_embedder)
+    floor = trivia.no_tool_floor()
+    assert floor > DEFAULT_MIN_CONFIDENCE and trivia.min_confidence == floor
+    set_here = Router(trivia.index, trivia.embedder, RankingConfig(min_confidence=DEFAULT_MIN_CONFIDENCE))
+    assert set_here.min_confidence == DEFAULT_MIN_CONFIDENCE
+    shape = Router(trivia.index, trivia.embedder, RankingConfig(recalibrate=False))  # what the abstention compares
+    routed = shape.route_many(list(no_tool_requests()), 3, min_confidence=0)
+    best = {result.query: max(m.confidence for m in result.matches) for result in routed}
+    between = [text for text, confidence in best.items() if DEFAULT_MIN_CONFIDENCE <= confidence < floor]
+    assert between, "some shipped request lies between 0.1 and the floor"
+    assert trivia.route(between[0], 3).abstained and trivia.route(between[0], 3).reason.endswith(f"{floor:.2f})")
+    assert not trivia.route(between[0], 3, min_confidence=DEFAULT_MIN_CONFIDENCE).abstained
+    with TestClient(create_app(trivia, settings=Settings(min_confidence=DEFAULT_MIN_CONFIDENCE))) as http:
+        assert http.post("/route", json={"query": between[0], "k": 3}).json()["abstained"] is False
+    with TestClient(create_app(trivia, settings=Settings())) as http:
+        assert http.post("/route", json={"query": between[0], "k": 3}).json()["abstained"] is True
 
 
 def small_catalog(extra: str = "") -> Catalog:

@@ -122,9 +122,12 @@ def test_bundled_catalog_finds_the_obvious_tool(bundled_router: Router) -> None:
     top1 = top3 = 0
     misses = []
     abstained = [query for query in PLAIN_QUERIES if bundled_router.route(query, k=3).abstained]
-    # every one of these has a tool; at the default min_confidence at most one in thirty may abstain
-    # (measured: "Translate 'good morning' into German", whose quoted words read as small talk)
-    assert len(abstained) <= 1, abstained
+    # every one of these has a tool; at the default min_confidence at most two in thirty may abstain
+    # (measured: "Translate 'good morning' into German", whose quoted words read as small talk, and,
+    # since the bundled catalog's no-tool floor (0.15) is its default, "Draw a picture of a cat
+    # riding a bicycle", which reads like the shipped creative-writing requests: 0.10-0.15)
+    assert len(abstained) <= 2, abstained
+    assert sum(bundled_router.route(query, k=3, min_confidence=0.1).abstained for query in abstained) <= 1
     for query, wanted in PLAIN_QUERIES.items():
         names = bundled_router.route(query, k=3, min_confidence=0).names
         top1 += names[0] == wanted

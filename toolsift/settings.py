@@ -20,7 +20,6 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSetti
 from toolsift.embeddings import AUTO_MODEL, DEFAULT_BACKEND
 from toolsift.errors import SettingsError
 from toolsift.index import INDEX_KINDS
-from toolsift.router.confidence import DEFAULT_MIN_CONFIDENCE
 from toolsift.router.ranking import DEFAULT_INTENT_MIN_SCORE, DEFAULT_LEXICAL_WEIGHT
 from toolsift.router.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_CAP, DEFAULT_SESSION_TTL_SECONDS
 
@@ -64,9 +63,10 @@ class Settings(BaseSettings):
     split_intents: bool = True
     """Route each part of a multi-part request too (see toolsift.router.intents)."""
     intent_min_score: float = Field(DEFAULT_INTENT_MIN_SCORE, ge=-100.0, le=100.0, allow_inf_nan=False)
-    min_confidence: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
-    """None: the router's default (``DEFAULT_MIN_CONFIDENCE``; 0 with a ``hashing-*`` embedder)."""
     """A part's best tool joins the matches when it scores at least this for its part."""
+    min_confidence: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
+    """None: the router's default (``DEFAULT_MIN_CONFIDENCE``, or the catalog's no-tool floor where
+    higher: ``Router.min_confidence``; 0 with a ``hashing-*`` embedder)."""
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
     log_format: Literal["json", "text"] = "json"
     """json: one JSON object a line (structured logs); text: plain lines."""
@@ -184,7 +184,7 @@ class Settings(BaseSettings):
             group_weight=self.group_weight,
             split_intents=self.split_intents,
             intent_min_score=self.intent_min_score,
-            min_confidence=DEFAULT_MIN_CONFIDENCE if self.min_confidence is None else self.min_confidence,
+            min_confidence=self.min_confidence,
         )
 
 

@@ -46,7 +46,7 @@ from toolsift.bench.datasets import Dataset
 from toolsift.bench.feedback import feedback_of, split
 from toolsift.bench.metrics import interval95, recall_at
 from toolsift.router import Router, Scope
-from toolsift.router.confidence import DEFAULT_MIN_CONFIDENCE, abstention
+from toolsift.router.confidence import DEFAULT_MIN_CONFIDENCE, FLOOR_SHARE, abstention
 
 THRESHOLDS = (0.0, 0.05, 0.1, 0.125, 0.15, 0.2, 0.3, 0.5)
 NO_TOOL_EVAL = Path(__file__).resolve().parents[2] / "benchmarks" / "abstention" / "no_tool_eval.yaml"
@@ -88,7 +88,8 @@ def run_abstention(
         removed.append(_routed(shape, query.text, k, scope))
     generic = {language: [_routed(shape, text, k) for text in texts] for language, texts in (no_tool or {}).items()}
     native = [_routed(shape, query.text, k) for query in dataset.queries if query.routable and not query.relevant]
-    rows = [_row(threshold, answerable, removed, generic, native, k) for threshold in thresholds]
+    default = shape.min_confidence  # DEFAULT_MIN_CONFIDENCE or the catalog's no-tool floor, the higher
+    rows = [_row(threshold, answerable, removed, generic, native, k) for threshold in sorted({*thresholds, default})]
     recalibration = router.calibration("").recalibration
     return {
         "dataset": dataset.name,
@@ -99,6 +100,8 @@ def run_abstention(
         "generic_no_tool": {language: len(texts) for language, texts in generic.items()},
         "left_out_too_long": sum(not query.routable for query in dataset.queries),
         "k": k,
+        "default_min_confidence": default,
+        "no_tool_floor": shape.no_tool_floor(),
         "rows": rows,
         "reliability": reliability(reported),
         "reliability_shape": reliability(answerable),
@@ -219,6 +222,11 @@ def ece_bootstrap(
     return [float(np.percentile(errors, 2.5)), float(np.percentile(errors, 97.5))]
 
 
+def _default_of(result: dict[str, Any]) -> float:
+    """The threshold the router applies by default on the result's catalog."""
+    return float(result.get("default_min_confidence", DEFAULT_MIN_CONFIDENCE))
+
+
 def _share(flags: Any) -> float:
     values = list(flags)
     return float(np.mean(values)) if values else 0.0
@@ -238,7 +246,7 @@ def abstention_table(results: Sequence[dict[str, Any]]) -> str:
         out.append("| " + " | ".join(head) + " |")
         out.append("|" + "---:|" * len(head))
         for row in result["rows"]:
-            mark = " (default)" if abs(row["min_confidence"] - DEFAULT_MIN_CONFIDENCE) < 1e-9 else ""
+            mark = " (default)" if abs(row["min_confidence"] - _default_of(result)) < 1e-9 else ""
             cells = [
                 f"{row['min_confidence']:g}{mark}",
                 f"{row['recall_change']:+.3f} ± {row['recall_change_interval']:.3f}",
@@ -250,6 +258,11 @@ def abstention_table(results: Sequence[dict[str, Any]]) -> str:
             cells.append(f"{row.get('prefix_changed', 0.0):.2f}")
             cells += [f"{row['abstained_native']:.2f}"] if native else []
             out.append("| " + " | ".join(cells) + " |")
+        if "no_tool_floor" in result:
+            out.append(
+                f"\nDefault threshold here {_default_of(result):g}: {DEFAULT_MIN_CONFIDENCE:g} or the catalog's "
+                f"no-tool floor ({result['no_tool_floor']:g}), the higher."
+            )
         out.append(_reliability_line(result, "reliability", "confidence"))
         shape = _reliability_line(
             result, "reliability_shape", "shape's confidence (before the crowd's share and any recalibration)"
@@ -263,7 +276,9 @@ def abstention_table(results: Sequence[dict[str, Any]]) -> str:
         out.append(shape)
     legend = (
         "Recall@5 change: against no abstention on the same queries (95% interval, paired). Abstain: share of "
-        "no-tool requests answered with no tools. Session prefix changed: share of generic no-tool turns that "
+        "no-tool requests answered with no tools. The no-tool floor: the threshold under which "
+        f"{FLOOR_SHARE:.0%} of the shipped no-tool requests (not the benchmark's) of every language stay on the "
+        "catalog. Session prefix changed: share of generic no-tool turns that "
         "added a tool to the session. Reliability: mean confidence → share relevant, per confidence bin; the "
         "expected calibration error's 95% interval resamples the requests (400 seeded bootstrap rounds)."
     )

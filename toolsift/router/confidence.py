@@ -60,7 +60,11 @@ NEIGHBOURS = 3
 """A request's no-tool similarity: the mean cosine of its nearest few no-tool requests."""
 DEFAULT_MIN_CONFIDENCE = 0.1
 """Below it a request's best match is no match: the answer abstains. Chosen from
-``toolsift abstention-bench`` (benchmarks/RESULTS.md)."""
+``toolsift abstention-bench`` (benchmarks/RESULTS.md). A catalog raises it to its ``no_tool_floor``
+where that is higher."""
+FLOOR_SHARE = 0.8
+"""The share of the shipped no-tool requests, in each language, that must abstain on a catalog
+with the default threshold (``no_tool_floor``)."""
 KEEP_RATIO = 0.0
 """Adaptive k: a match below this share of the best match's confidence (and below the
 threshold itself) is dropped, so a clear request gets fewer, surer tools."""
@@ -112,6 +116,27 @@ def no_tool_requests() -> tuple[str, ...]:
     """The shipped requests no tool should serve, every language's, in file order."""
     by_language: dict[str, list[str]] = yaml.safe_load(NO_TOOL_FILE.read_text(encoding="utf-8"))
     return tuple(text for texts in by_language.values() for text in texts)
+
+
+@cache
+def no_tool_languages() -> tuple[str, ...]:
+    """The language of each of ``no_tool_requests()``, in the same order."""
+    by_language: dict[str, list[str]] = yaml.safe_load(NO_TOOL_FILE.read_text(encoding="utf-8"))
+    return tuple(language for language, texts in by_language.items() for _ in texts)
+
+
+def no_tool_floor(best: Sequence[float], languages: Sequence[str]) -> float:
+    """The least threshold under which ``FLOOR_SHARE`` of the no-tool requests of every language
+    stay: ``best``, each one's best confidence on a catalog, in the order of ``languages``.
+
+    Requests no tool serves reach higher confidences on some catalogs than the shape saw: among
+    4,000 tools one shares a topic with "explain gravity to a child" (``getGravity``) and most of
+    its words. The default threshold then lets too many through; this floor, measured on the
+    shipped requests, raises it there and nowhere else (benchmarks/DECISIONS.md)."""
+    values = np.asarray(best, dtype=np.float64)
+    tags = np.asarray(languages)
+    quantiles = [float(np.quantile(values[tags == language], FLOOR_SHARE)) for language in dict.fromkeys(languages)]
+    return round(max(quantiles, default=0.0), 4)
 
 
 _vectors: dict[tuple[str, int], Matrix] = {}
@@ -207,6 +232,8 @@ class Calibration:
     """Where this catalog puts requests no tool serves; turns matches into confidences."""
 
     none_vectors: Matrix
+    own_none: np.ndarray
+    """Each no-tool request's no-tool similarity, itself left out (for ``Router.no_tool_floor``)."""
     center: float
     spread: float
     shape: Shape = SHAPE
@@ -220,10 +247,11 @@ class Calibration:
         order of ``none_vectors``): its margin over its no-tool neighbours, others than itself."""
         similar = none_vectors @ none_vectors.T
         np.fill_diagonal(similar, -np.inf)
-        margins = np.asarray(best_evidence, dtype=np.float64) - _nearest_mean(similar)
+        own = _nearest_mean(similar)
+        margins = np.asarray(best_evidence, dtype=np.float64) - own
         center = float(np.quantile(margins, CENTER_QUANTILE))
         spread = (center - float(np.median(margins))) / SPREAD_UNITS
-        return cls(none_vectors, center, max(spread, MIN_SPREAD), shape)
+        return cls(none_vectors, own, center, max(spread, MIN_SPREAD), shape)
 
     def none_similarity(self, vector: Vector) -> float:
         """How close ``vector`` lies to requests no tool serves (mean of the nearest few)."""

@@ -27,7 +27,6 @@ import numpy as np
 
 from toolsift.index import FaissIndex
 from toolsift.index.lexical import LexicalIndex, best_positive
-from toolsift.router.confidence import DEFAULT_MIN_CONFIDENCE
 from toolsift.router.usage import ExampleViews
 from toolsift.types import IdArray, Matrix, Vector
 
@@ -54,9 +53,10 @@ class RankingConfig:
     """A part's best tool joins the matches only when it scores at least this for its part."""
     lexical_cap: float = DEFAULT_LEXICAL_CAP
     """No tool stands out lexically by more than this many standard deviations (see ``_lexical_z``)."""
-    min_confidence: float = DEFAULT_MIN_CONFIDENCE
+    min_confidence: float | None = None
     """A request whose best match is less likely than this to serve it gets no tools (abstains);
-    0 never abstains (``toolsift.router.confidence``)."""
+    0 never abstains. None: ``DEFAULT_MIN_CONFIDENCE``, raised on a catalog where more than a
+    fifth of the shipped no-tool requests would pass it (``Router.min_confidence``)."""
     recalibrate: bool = True
     """Report each match's confidence that it is the one: shared with the request's crowd of
     near-equal matches (``confidence.crowd_share``) and recalibrated from the catalog's labelled
@@ -67,7 +67,7 @@ class RankingConfig:
     0 ranks every tool flat (the default: see benchmarks/DECISIONS.md, "Groups")."""
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.min_confidence <= 1.0:
+        if self.min_confidence is not None and not 0.0 <= self.min_confidence <= 1.0:
             raise ValueError(f"min_confidence must be between 0 and 1, not {self.min_confidence}")
         if not 0.0 <= self.lexical_weight <= 10.0:
             raise ValueError(f"lexical_weight must be between 0 and 10, not {self.lexical_weight}")

@@ -35,6 +35,7 @@ from toolsift.index.lexical import LexicalIndex, search_tokens
 from toolsift.router.caller import DEFAULT_K
 from toolsift.router.confidence import (
     CROWD_DEPTH,
+    DEFAULT_MIN_CONFIDENCE,
     RECALIBRATE_FROM,
     RECALIBRATION_FOLDS,
     RECALIBRATION_GROWTH,
@@ -45,6 +46,9 @@ from toolsift.router.confidence import (
     calibrated_for,
     crowd_share,
     fit_recalibration,
+    no_tool_floor,
+    no_tool_languages,
+    no_tool_requests,
     no_tool_vectors,
 )
 from toolsift.router.formats import OutputFormat, format_tool
@@ -165,6 +169,8 @@ class Router:
         self._recalibrations: dict[str, Recalibration] = {}
         self._refitting: dict[str, threading.Thread] = {}
         self._calibration_lock = threading.Lock()
+        self._floor: float | None = None
+        self._floor_lock = threading.Lock()
 
     # -- construction ----------------------------------------------------------------------
 
@@ -356,8 +362,42 @@ class Router:
     @property
     def min_confidence(self) -> float:
         """The confidence a request's best match needs when the request names none: the ranking
-        config's, or 0 (never abstain) for an embedder the confidence is not calibrated for."""
-        return self.ranking.min_confidence if calibrated_for(self.embedder.name) else 0.0
+        config's when it sets one; by default ``DEFAULT_MIN_CONFIDENCE`` or this catalog's
+        ``no_tool_floor``, the higher; 0 (never abstain) for an embedder the confidence is not
+        calibrated for."""
+        if not calibrated_for(self.embedder.name):
+            return 0.0
+        if self.ranking.min_confidence is not None:
+            return self.ranking.min_confidence
+        return max(DEFAULT_MIN_CONFIDENCE, self.no_tool_floor())
+
+    def no_tool_floor(self) -> float:
+        """The threshold under which ``FLOOR_SHARE`` of the shipped no-tool requests of every
+        language stay on this catalog (``confidence.no_tool_floor``): each routed as a new request
+        would be, with the catalog's examples as views, itself left out of its no-tool neighbours.
+        Measured once per router (a catalog change builds a new one); 0 for an empty catalog or
+        an embedder the confidence is not calibrated for."""
+        if not len(self.catalog) or not calibrated_for(self.embedder.name):
+            return 0.0
+        with self._floor_lock:
+            if self._floor is None:
+                calibration, views = self.calibration(None), self.views(None)
+                best = [
+                    self._best_confidence(text, vector, float(none), calibration, views)
+                    for text, vector, none in zip(
+                        no_tool_requests(), calibration.none_vectors, calibration.own_none, strict=True
+                    )
+                ]
+                self._floor = no_tool_floor(best, no_tool_languages())
+            return self._floor
+
+    def _best_confidence(
+        self, text: str, vector: Vector, none: float, calibration: Calibration, views: ExampleViews | None
+    ) -> float:
+        """The shape's confidence of ``text``'s best match among its first ``DEFAULT_K``."""
+        ranked = self._rank(text, vector, DEFAULT_K, None, views)
+        matches = self._matches(ranked, None, calibration, none, leading=DEFAULT_K)[:DEFAULT_K]
+        return max((m.confidence for m in matches), default=0.0)
 
     def calibration(self, pool: str | None = None) -> Calibration:
         """Where this catalog, with the views ``pool`` ranks with (its examples, and that pool's

@@ -100,6 +100,7 @@ class RouterHolder:
         router.attach(self.book)
         router.calibration()
         router.calibration("")  # the shared pool's, recalibrated from its feedback
+        router.no_tool_floor()
 
 
 FolderVersion = tuple[str, float]
