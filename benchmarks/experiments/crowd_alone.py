@@ -11,12 +11,12 @@ LIMIT of each dataset's answerable requests: the shape, the router's share (asks
 """
 
 import sys
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
-
 from crowd import asks  # benchmarks/experiments/crowd.py
+
 from toolsift.bench.abstention import ece_of
 from toolsift.bench.cli import embedder_for
 from toolsift.bench.datasets import load_dataset
@@ -46,7 +46,9 @@ def main(limit: str, *names: str) -> None:
             names_ = [router.catalog[int(i)].name for i in ranked.ids]
             wanted = asks(router, query.text, names_[0]) if names_ else 1
             for position in range(min(5, len(names_))):
-                rows.append((shape[position], float(names_[position] in query.relevant), shape.sum(), alone.sum(), wanted))
+                rows.append(
+                    (shape[position], float(names_[position] in query.relevant), shape.sum(), alone.sum(), wanted)
+                )
         c, relevant, crowd, crowd_alone, asked = (np.array(column) for column in zip(*rows, strict=True))
         print(
             f"{name}: shape {ece_of(c, relevant):.3f} | asks / S {ece_of(c * np.minimum(1, asked / np.maximum(crowd, 1e-9)), relevant):.3f}"
