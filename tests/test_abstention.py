@@ -23,6 +23,7 @@ from openai.types.chat import ChatCompletionToolChoiceOptionParam
 from openai.types.responses.response_tool_search_output_item_param_param import ResponseToolSearchOutputItemParamParam
 from pydantic import TypeAdapter
 from test_deferred import conforms
+from test_router import PLAIN_QUERIES
 
 from toolsift import Router
 from toolsift.bench.abstention import NO_TOOL_EVAL
@@ -40,6 +41,7 @@ from toolsift.router.confidence import (
     no_tool_floor,
     no_tool_languages,
     no_tool_requests,
+    recall_ceiling,
 )
 from toolsift.router.ranking import RankingConfig
 from toolsift.router.usage import Feedback
@@ -212,6 +214,44 @@ def test_a_catalog_that_catches_no_tool_requests_raises_its_default_threshold(re
         assert http.post("/route", json={"query": between[0], "k": 3}).json()["abstained"] is False
     with TestClient(create_app(trivia, settings=Settings())) as http:
         assert http.post("/route", json={"query": between[0], "k": 3}).json()["abstained"] is True
+
+
+def test_the_recall_ceiling() -> None:
+    best = [0.05, 0.2, 0.3, 0.4] + [0.9] * 96
+    assert recall_ceiling(best, [1.0] * 100) == pytest.approx(0.2)  # 0.2 loses one request of 100: at most 0.01
+    assert recall_ceiling(best, [0.0, 1.0, 1.0, 1.0] + [1.0] * 96) == pytest.approx(0.3)  # the first found nothing
+    assert recall_ceiling([0.5, 0.6], [0.0, 0.0]) == 1.0  # nothing they find is lost at any threshold
+
+
+WRITTEN = Path(__file__).resolve().parents[1] / "benchmarks" / "abstention" / "default_catalog_requests.tsv"
+
+
+def test_labelled_requests_keep_the_floor_from_costing_them_recall(
+    bundled_index: Path, real_embedder: Embedder
+) -> None:
+    """The bundled catalog's floor (0.145) would cost the requests written for it more than 0.01 of
+    Recall@5 (benchmarks/DECISIONS.md): once they are fed, that pool's threshold is 0.1 again; a pool
+    without them, and routes without feedback, keep the floor."""
+    router = Router.load(bundled_index, real_embedder)
+    floor = router.no_tool_floor()
+    assert floor > DEFAULT_MIN_CONFIDENCE and router.default_threshold("") == floor
+    lines = [line.split("\t") for line in WRITTEN.read_text(encoding="utf-8").splitlines() if "\t" in line]
+    router.learn([Feedback(text, tool, contributor=f"writer-{n}") for n, (text, tool) in enumerate(lines)])
+    ceiling = router.calibration("").recalibration.ceiling
+    assert ceiling < floor and router.default_threshold("") == max(DEFAULT_MIN_CONFIDENCE, ceiling)
+    assert router.default_threshold(None) == router.min_confidence == floor
+    shape = Router(router.index, router.embedder, RankingConfig(recalibrate=False))
+    between = [
+        result.query
+        for result in shape.route_many(list(PLAIN_QUERIES), 3, min_confidence=0, usage_pool=None)
+        if DEFAULT_MIN_CONFIDENCE <= max(m.confidence for m in result.matches) < floor
+    ]
+    assert between, "a plain request lies between 0.1 and the floor"
+    assert router.route(between[0], 3, usage_pool=None).abstained
+    assert f"needed {floor:.2f}" in router.route(between[0], 3, usage_pool=None).reason
+    fed = [router.route(query, 3) for query in PLAIN_QUERIES]  # the fed pool's routes compare with 0.1
+    assert all("needed 0.10" in result.reason for result in fed if result.abstained)
+    assert sum(result.abstained for result in fed) <= 1
 
 
 def small_catalog(extra: str = "") -> Catalog:

@@ -88,7 +88,7 @@ def run_abstention(
         removed.append(_routed(shape, query.text, k, scope))
     generic = {language: [_routed(shape, text, k) for text in texts] for language, texts in (no_tool or {}).items()}
     native = [_routed(shape, query.text, k) for query in dataset.queries if query.routable and not query.relevant]
-    default = shape.min_confidence  # DEFAULT_MIN_CONFIDENCE or the catalog's no-tool floor, the higher
+    default = router.default_threshold("")  # 0.1 or the no-tool floor, the higher; the floor within the ceiling
     rows = [_row(threshold, answerable, removed, generic, native, k) for threshold in sorted({*thresholds, default})]
     recalibration = router.calibration("").recalibration
     return {
@@ -109,6 +109,7 @@ def run_abstention(
             "slope": recalibration.slope,
             "intercept": recalibration.intercept,
             "requests": recalibration.requests,
+            "ceiling": recalibration.ceiling,
         },
     }
 
@@ -259,9 +260,11 @@ def abstention_table(results: Sequence[dict[str, Any]]) -> str:
             cells += [f"{row['abstained_native']:.2f}"] if native else []
             out.append("| " + " | ".join(cells) + " |")
         if "no_tool_floor" in result:
+            ceiling = result.get("recalibration", {}).get("ceiling", 1.0)
+            within = f", the floor no higher than the fed requests allow ({ceiling:g})" if ceiling < 1 else ""
             out.append(
                 f"\nDefault threshold here {_default_of(result):g}: {DEFAULT_MIN_CONFIDENCE:g} or the catalog's "
-                f"no-tool floor ({result['no_tool_floor']:g}), the higher."
+                f"no-tool floor ({result['no_tool_floor']:g}), the higher{within}."
             )
         out.append(_reliability_line(result, "reliability", "confidence"))
         shape = _reliability_line(

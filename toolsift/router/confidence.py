@@ -24,7 +24,9 @@ per feedback pool, with that pool's fed requests as views of their tools (a relo
 feedback and a restart all refit; the same catalog and feedback give the same calibration).
 
 Two questions, two figures. Whether *any* tool serves the request is the best match's
-confidence from the shape: the answer abstains when it is under ``min_confidence``. Whether *this*
+confidence from the shape: the answer abstains when it is under ``min_confidence`` (by default
+0.1, or the catalog's ``no_tool_floor`` where higher, but no higher than the pool's labelled
+requests allow: ``recall_ceiling``). Whether *this*
 match is the one is each match's reported confidence: once the catalog knows enough labelled
 requests (its ``examples`` and the pool's feedback, ``RECALIBRATE_FROM`` at least), the shape's
 confidences are recalibrated to how often matches like them were the labelled tool there
@@ -65,6 +67,8 @@ where that is higher."""
 FLOOR_SHARE = 0.8
 """The share of the shipped no-tool requests, in each language, that must abstain on a catalog
 with the default threshold (``no_tool_floor``)."""
+RECALL_SLACK = 0.01
+"""The Recall@5 a catalog's labelled requests may lose to its no-tool floor (``recall_ceiling``)."""
 KEEP_RATIO = 0.0
 """Adaptive k: a match below this share of the best match's confidence (and below the
 threshold itself) is dropped, so a clear request gets fewer, surer tools."""
@@ -163,6 +167,9 @@ class Recalibration:
     intercept: float = 0.0
     requests: int = 0
     """Labelled requests it was fitted from (0: the identity, not fitted)."""
+    ceiling: float = 1.0
+    """The highest default threshold those requests allow (``recall_ceiling``): the no-tool floor
+    is never raised past it."""
 
     def apply(self, confidence: float) -> float:
         if self.requests == 0:
@@ -182,6 +189,17 @@ def fit_recalibration(
     weights = _logistic(design, np.asarray(relevant, dtype=np.float64), np.array([1.0, 0.0]), np.array([prior, prior]))
     slope = max(float(weights[0]), MIN_SLOPE)  # a higher confidence never reports a lower one
     return Recalibration(round(slope, 4), round(float(weights[1]), 4), requests)
+
+
+def recall_ceiling(best: Sequence[float], recall: Sequence[float], slack: float = RECALL_SLACK) -> float:
+    """The highest threshold at which labelled requests, routed as new ones (``best``: each one's
+    best confidence; ``recall``: the share of its tools in its matches), lose at most ``slack``
+    of their Recall@5 to abstaining; 1 when nothing they find is lost below it."""
+    order = np.argsort(np.asarray(best, dtype=np.float64), kind="stable")
+    values = np.asarray(best, dtype=np.float64)[order]
+    lost = np.cumsum(np.asarray(recall, dtype=np.float64)[order]) / max(1, len(values))
+    over = np.flatnonzero(lost > slack + 1e-12)
+    return round(float(values[over[0]]), 4) if len(over) else 1.0
 
 
 def _logistic(

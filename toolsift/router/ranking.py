@@ -56,12 +56,13 @@ class RankingConfig:
     min_confidence: float | None = None
     """A request whose best match is less likely than this to serve it gets no tools (abstains);
     0 never abstains. None: ``DEFAULT_MIN_CONFIDENCE``, raised on a catalog where more than a
-    fifth of the shipped no-tool requests would pass it (``Router.min_confidence``)."""
+    fifth of the shipped no-tool requests would pass it (``Router.default_threshold``)."""
     recalibrate: bool = True
     """Report each match's confidence that it is the one: shared with the request's crowd of
     near-equal matches (``confidence.crowd_share``) and recalibrated from the catalog's labelled
     requests (its examples and the pool's feedback) once it has enough (``Recalibration``).
-    False reports the shape's confidence, which the abstention compares either way."""
+    False reports the shape's confidence, which the abstention compares either way, and leaves
+    the no-tool floor unchecked by the labelled requests (``Recalibration.ceiling``)."""
     group_weight: float = 0.0
     """Weight of the standardised group score (``GroupIndex``) added to each grouped tool's score;
     0 ranks every tool flat (the default: see benchmarks/DECISIONS.md, "Groups")."""

@@ -50,6 +50,7 @@ from toolsift.router.confidence import (
     no_tool_languages,
     no_tool_requests,
     no_tool_vectors,
+    recall_ceiling,
 )
 from toolsift.router.formats import OutputFormat, format_tool
 from toolsift.router.intents import split_intents
@@ -332,7 +333,7 @@ class Router:
         with tracing.span("rank", {"eligible": eligible}):  # each query's matches, confidence and abstention
             views = self.views(usage_pool) if eligible else None
             calibration = self.calibration(usage_pool) if eligible else None
-            threshold = self.min_confidence if min_confidence is None else min_confidence
+            threshold = min_confidence if min_confidence is not None else self._default_threshold(calibration)
             results = []
             for query, parts in zip(checked, intents, strict=True):
                 matches: list[Match] = []
@@ -361,15 +362,25 @@ class Router:
 
     @property
     def min_confidence(self) -> float:
-        """The confidence a request's best match needs when the request names none: the ranking
-        config's when it sets one; by default ``DEFAULT_MIN_CONFIDENCE`` or this catalog's
-        ``no_tool_floor``, the higher; 0 (never abstain) for an embedder the confidence is not
-        calibrated for."""
+        """The confidence a request's best match needs when the request names none and the
+        pool has no labelled requests: ``default_threshold`` without them."""
+        return self._default_threshold(None)
+
+    def default_threshold(self, pool: str | None = "") -> float:
+        """The confidence a request's best match needs when the request names none, for ``pool``
+        (its feedback, as ``route``'s ``usage_pool``): the ranking config's when it sets one; by
+        default ``DEFAULT_MIN_CONFIDENCE`` or this catalog's ``no_tool_floor``, the higher, but
+        the floor no higher than the pool's labelled requests allow (``Recalibration.ceiling``);
+        0 (never abstain) for an embedder the confidence is not calibrated for."""
+        return self._default_threshold(self.calibration(pool))
+
+    def _default_threshold(self, calibration: Calibration | None) -> float:
         if not calibrated_for(self.embedder.name):
             return 0.0
         if self.ranking.min_confidence is not None:
             return self.ranking.min_confidence
-        return max(DEFAULT_MIN_CONFIDENCE, self.no_tool_floor())
+        ceiling = calibration.recalibration.ceiling if calibration is not None else 1.0
+        return max(DEFAULT_MIN_CONFIDENCE, min(self.no_tool_floor(), ceiling))
 
     def no_tool_floor(self) -> float:
         """The threshold under which ``FLOOR_SHARE`` of the shipped no-tool requests of every
@@ -475,6 +486,8 @@ class Router:
         chosen = random.Random(0).sample(sorted(tools_of), min(RECALIBRATION_SAMPLE, len(tools_of)))
         confidences: list[float] = []
         relevant: list[float] = []
+        best: list[float] = []  # each request's, and the share of its tools it found: the ceiling
+        found: list[float] = []
         for fold in (chosen[start::RECALIBRATION_FOLDS] for start in range(RECALIBRATION_FOLDS)):
             out, pool_key = set(fold), f"\x00refit:{key}"
             with self._views_lock:  # the views of every labelled request outside the fold
@@ -492,7 +505,10 @@ class Router:
                 for match in matches:
                     confidences.append(match.confidence * share)
                     relevant.append(float(self.catalog.position(match.name) in tools_of[text]))
-        return fit_recalibration(np.asarray(confidences), np.asarray(relevant), len(tools_of))
+                best.append(max((m.confidence for m in matches), default=0.0))
+                found.append(sum(relevant[len(relevant) - len(matches) :]) / len(tools_of[text]))
+        fitted = fit_recalibration(np.asarray(confidences), np.asarray(relevant), len(tools_of))
+        return replace(fitted, ceiling=recall_ceiling(best, found))
 
     def _best_text_cosines(self, queries: Matrix, chunk: int = 8192) -> np.ndarray:
         """Each query's best cosine with a tool's own text: one pass over the vectors."""
