@@ -36,20 +36,24 @@ def labelled() -> list[tuple[str, str]]:
     return [(row[0], row[1]) for row in rows if len(row) == 2 and not row[0].startswith("#")]
 
 
-def test_platt_scaling_recovers_a_known_miscalibration() -> None:
+def test_the_isotonic_fit_recovers_a_known_miscalibration() -> None:
     generator = np.random.default_rng(0)
     logits = generator.normal(0.0, 2.0, 20000)
     relevant = (generator.random(20000) < 1 / (1 + np.exp(-(0.5 * logits - 1.0)))).astype(float)
     fitted = fit_recalibration(1 / (1 + np.exp(-logits)), relevant, requests=20000)
-    assert fitted.slope == pytest.approx(0.5, abs=0.05) and fitted.intercept == pytest.approx(-1.0, abs=0.08)
-    assert fitted.apply(0.5) == pytest.approx(1 / (1 + np.exp(1.0)), abs=0.02)
+    for said in (0.1, 0.5, 0.9):
+        truth = 1 / (1 + np.exp(-(0.5 * np.log(said / (1 - said)) - 1.0)))
+        assert fitted.apply(said) == pytest.approx(truth, abs=0.03)
+    values = [fitted.apply(c) for c in np.linspace(0, 1, 101)]
+    assert values == sorted(values) and values[0] > 0 and values[-1] < 1  # never reorders, never sure
 
 
 def test_a_recalibration_never_fitted_changes_nothing() -> None:
     assert IDENTITY.apply(0.37) == 0.37
-    assert Recalibration(0.2, -3.0, requests=100).apply(0.37) < 0.37
+    assert Recalibration(((0.0, 0.05), (1.0, 0.5)), requests=100).apply(0.4) == pytest.approx(0.23)
     inverted = fit_recalibration(np.array([0.9, 0.8, 0.2]), np.array([0.0, 0.0, 1.0]), requests=3)
-    assert inverted.slope > 0 and inverted.apply(0.9) > inverted.apply(0.8)  # never turns the order around
+    assert inverted.apply(0.9) == inverted.apply(0.2) == pytest.approx(1 / 3, abs=1e-4)  # pooled: never reorders
+    assert fit_recalibration(np.array([]), np.array([]), requests=0) == IDENTITY
 
 
 @pytest.mark.model

@@ -106,8 +106,7 @@ def run_abstention(
         "reliability": reliability(reported),
         "reliability_shape": reliability(answerable),
         "recalibration": {
-            "slope": recalibration.slope,
-            "intercept": recalibration.intercept,
+            "points": [list(point) for point in recalibration.points],
             "requests": recalibration.requests,
             "ceiling": recalibration.ceiling,
         },
@@ -273,8 +272,8 @@ def abstention_table(results: Sequence[dict[str, Any]]) -> str:
         fit = result.get("recalibration", {})
         if fit.get("requests"):
             shape += (
-                f"Recalibrated from {fit['requests']} labelled requests: slope {fit['slope']:.2f}, "
-                f"intercept {fit['intercept']:+.2f} (on the logit).\n"
+                f"Recalibrated from {fit['requests']} labelled requests: isotonic, {len(fit.get('points', []))} "
+                "steps.\n"
             )
         out.append(shape)
     legend = (

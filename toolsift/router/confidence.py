@@ -30,7 +30,7 @@ requests allow: ``recall_ceiling``). Whether *this*
 match is the one is each match's reported confidence: once the catalog knows enough labelled
 requests (its ``examples`` and the pool's feedback, ``RECALIBRATE_FROM`` at least), the shape's
 confidences are recalibrated to how often matches like them were the labelled tool there
-(``Recalibration``: Platt scaling of the logit, fitted on those requests, each routed with the
+(``Recalibration``: an isotonic regression, fitted on those requests, each routed with the
 views of the others). A catalog of near-duplicate tools, where one request fits several, thus
 reports lower per-match confidences without abstaining more.
 
@@ -88,7 +88,6 @@ RECALIBRATION_GROWTH = 1.25
 """The recalibration is refitted once the labelled requests grew by this factor since its fit."""
 CROWD_DEPTH = 20
 """A request's crowd: the sum of the shape's confidences of its best this many tools."""
-MIN_SLOPE = 0.05
 SPREAD_UNITS = 1.2816
 """The spread: the center's distance from the median margin, in the standard deviations that
 separate a normal distribution's 90th percentile from its median."""
@@ -161,10 +160,10 @@ def no_tool_vectors(model: str, dimension: int, embed: Callable[[Sequence[str]],
 
 @dataclass(frozen=True)
 class Recalibration:
-    """``sigmoid(slope * logit(p) + intercept)``: a catalog's per-match confidence from the shape's."""
+    """A catalog's per-match confidence from the shape's: a non-decreasing map through ``points``
+    (shape's confidence, share relevant), linear between them and flat beyond them."""
 
-    slope: float = 1.0
-    intercept: float = 0.0
+    points: tuple[tuple[float, float], ...] = ()
     requests: int = 0
     """Labelled requests it was fitted from (0: the identity, not fitted)."""
     ceiling: float = 1.0
@@ -172,23 +171,34 @@ class Recalibration:
     is never raised past it."""
 
     def apply(self, confidence: float) -> float:
-        if self.requests == 0:
+        if not self.points:
             return confidence
-        return float(_sigmoid(self.slope * _logit(confidence) + self.intercept))
+        xs, ys = zip(*self.points, strict=True)
+        return float(np.interp(confidence, xs, ys))
 
 
 IDENTITY = Recalibration()
 
 
-def fit_recalibration(
-    confidences: np.ndarray, relevant: np.ndarray, requests: int, prior: float = 1.0
-) -> Recalibration:
-    """Platt scaling: the slope and intercept over ``logit(confidences)`` that best predict
-    ``relevant`` (0/1), pulled toward the identity by an L2 ``prior`` so few requests move it little."""
-    design = np.column_stack([_logit(np.asarray(confidences, dtype=np.float64)), np.ones(len(confidences))])
-    weights = _logistic(design, np.asarray(relevant, dtype=np.float64), np.array([1.0, 0.0]), np.array([prior, prior]))
-    slope = max(float(weights[0]), MIN_SLOPE)  # a higher confidence never reports a lower one
-    return Recalibration(round(slope, 4), round(float(weights[1]), 4), requests)
+def fit_recalibration(confidences: np.ndarray, relevant: np.ndarray, requests: int) -> Recalibration:
+    """Isotonic regression (pool-adjacent violators): ``confidences`` pooled, in order, into steps
+    whose share of ``relevant`` (0/1) never falls; each step a point (its mean confidence, that
+    share, kept half a match from 0 and 1). A higher confidence never reports a lower one, and no
+    curve is assumed (Platt scaling's sigmoid measured worse: benchmarks/DECISIONS.md)."""
+    order = np.argsort(np.asarray(confidences, dtype=np.float64), kind="stable")
+    steps: list[list[float]] = []  # [sum of confidences, sum relevant, matches]
+    for confidence, label in zip(np.asarray(confidences)[order], np.asarray(relevant)[order], strict=True):
+        steps.append([float(confidence), float(label), 1.0])
+        while len(steps) > 1 and steps[-2][1] * steps[-1][2] >= steps[-1][1] * steps[-2][2]:
+            last = steps.pop()
+            steps[-1] = [a + b for a, b in zip(steps[-1], last, strict=True)]
+    if not steps:
+        return IDENTITY
+    shares = np.maximum.accumulate([min(max(hit / n, 0.5 / n), 1 - 0.5 / n) for _, hit, n in steps])
+    points = tuple(
+        (round(total / n, 4), round(float(share), 4)) for (total, _, n), share in zip(steps, shares, strict=True)
+    )
+    return Recalibration(points, requests)
 
 
 def recall_ceiling(best: Sequence[float], recall: Sequence[float], slack: float = RECALL_SLACK) -> float:
@@ -234,11 +244,6 @@ def _logistic(
         if float(np.abs(size * step).max()) < 1e-8:
             break
     return coefficients
-
-
-def _logit(p: Any) -> Any:
-    p = np.clip(p, 1e-6, 1 - 1e-6)
-    return np.log(p / (1 - p))
 
 
 def _sigmoid(x: Any) -> Any:

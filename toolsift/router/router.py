@@ -480,7 +480,7 @@ class Router:
     def _fit_recalibration(
         self, key: str, pairs: Sequence[tuple[int, str]], tools_of: dict[str, set[int]], calibration: Calibration
     ) -> Recalibration:
-        """Platt scaling from a seeded sample of the labelled requests, in folds, each routed
+        """Isotonic regression from a seeded sample of the labelled requests, in folds, each routed
         (top 5, parts and all) with the views of every other labelled request: as a new request
         would be."""
         chosen = random.Random(0).sample(sorted(tools_of), min(RECALIBRATION_SAMPLE, len(tools_of)))
