@@ -197,12 +197,12 @@ def test_a_catalog_that_catches_no_tool_requests_raises_its_default_threshold(re
     """The default threshold is 0.1 or the catalog's no-tool floor, the higher; a number the
     ranking config, the server or the request sets is used as it is."""
     plain = Router.build(small_catalog(), real_embedder)
-    assert plain.no_tool_floor() < DEFAULT_MIN_CONFIDENCE and plain.min_confidence == DEFAULT_MIN_CONFIDENCE
+    assert plain.no_tool_floor() < DEFAULT_MIN_CONFIDENCE and plain.default_threshold() == DEFAULT_MIN_CONFIDENCE
     trivia = Router.build(parse_catalog(TRIVIA, source="trivia"), real_embedder)
     floor = trivia.no_tool_floor()
-    assert floor > DEFAULT_MIN_CONFIDENCE and trivia.min_confidence == floor
+    assert floor > DEFAULT_MIN_CONFIDENCE and trivia.default_threshold() == floor
     set_here = Router(trivia.index, trivia.embedder, RankingConfig(min_confidence=DEFAULT_MIN_CONFIDENCE))
-    assert set_here.min_confidence == DEFAULT_MIN_CONFIDENCE
+    assert set_here.default_threshold() == DEFAULT_MIN_CONFIDENCE
     shape = Router(trivia.index, trivia.embedder, RankingConfig(recalibrate=False))  # what the abstention compares
     routed = shape.route_many(list(no_tool_requests()), 3, min_confidence=0)
     best = {result.query: max(m.confidence for m in result.matches) for result in routed}
@@ -239,7 +239,7 @@ def test_labelled_requests_keep_the_floor_from_costing_them_recall(
     router.learn([Feedback(text, tool, contributor=f"writer-{n}") for n, (text, tool) in enumerate(lines)])
     ceiling = router.calibration("").recalibration.ceiling
     assert ceiling < floor and router.default_threshold("") == max(DEFAULT_MIN_CONFIDENCE, ceiling)
-    assert router.default_threshold(None) == router.min_confidence == floor
+    assert router.default_threshold(None) == floor
     shape = Router(router.index, router.embedder, RankingConfig(recalibrate=False))
     between = [
         result.query

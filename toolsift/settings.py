@@ -66,7 +66,7 @@ class Settings(BaseSettings):
     """A part's best tool joins the matches when it scores at least this for its part."""
     min_confidence: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
     """None: the router's default (``DEFAULT_MIN_CONFIDENCE``, or the catalog's no-tool floor where
-    higher: ``Router.min_confidence``; 0 with a ``hashing-*`` embedder)."""
+    higher: ``Router.default_threshold``; 0 with a ``hashing-*`` embedder)."""
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
     log_format: Literal["json", "text"] = "json"
     """json: one JSON object a line (structured logs); text: plain lines."""

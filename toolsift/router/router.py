@@ -360,12 +360,6 @@ class Router:
                 )
         return results
 
-    @property
-    def min_confidence(self) -> float:
-        """The confidence a request's best match needs when the request names none and the
-        pool has no labelled requests: ``default_threshold`` without them."""
-        return self._default_threshold(None)
-
     def default_threshold(self, pool: str | None = "") -> float:
         """The confidence a request's best match needs when the request names none, for ``pool``
         (its feedback, as ``route``'s ``usage_pool``): the ranking config's when it sets one; by
