@@ -553,6 +553,10 @@ def test_perf_curation_measures_routing_idle_and_under_curation(tmp_path: Path) 
     assert document["warm_p95_ratio"] == ratios[ROUNDS // 2]
     assert all(row["ratio"] == round(row["warm_ms"]["p95"] / row["idle_ms"]["p95"], 2) for row in document["rounds"])
     assert "round 3: under curation, warm" in result.output and "median of the 3 rounds" in result.output
+    views = document["first_view"]  # Chromium is installed for the tests (`make browser`)
+    assert set(views) == {"desktop", "phone"}, views
+    assert all(0 < view["seconds"] < 60 and 1_000 < view["bytes"] < 5_000_000 for view in views.values())
+    assert f"desktop {views['desktop']['seconds']} s" in result.output
 
 
 @pytest.mark.slow

@@ -6,6 +6,10 @@ for curation views without pause — a tool's page (``/tools/<name>``), a page o
 (``/lint``), the map (``/catalog/map``) — starting cold, so the lint report of the whole catalog is
 computed during the measurement; then ``ROUNDS`` rounds of idle and warm curation. The figure: the
 route p95 under warm curation over idle, the median of the rounds' ratios.
+Then, where Playwright and a Chromium are installed (the test extras; `make browser`), the page's
+first view (overview, first catalog page, first findings page) in a headless browser, at desktop
+and phone widths: seconds and bytes, the median of ``VIEWS`` loads each (the aim: under 2 s and
+5 MB at 20,000 tools; the tests check what the view shows and its size, not its speed).
 All on loopback, bounded in count and time.
 """
 
@@ -13,6 +17,8 @@ from __future__ import annotations
 
 import http.client
 import random
+import shutil
+import statistics
 import tempfile
 import threading
 import time
@@ -28,6 +34,10 @@ from toolsift.bench.performance import percentiles, serving
 
 CURATION_TIMEOUT = 120.0
 
+
+VIEWS = 5
+"""Loads of the page's first view per width (``first_views``): the median is reported."""
+WIDTHS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 375, "height": 740}}
 
 ROUNDS = 3
 """Warm rounds, each an idle measurement then one under curation: the figure is the median of
@@ -69,6 +79,7 @@ def run_curation_load(
                     answered = sum(served) - started
                 rounds.append({"idle_ms": calm, "warm_ms": warm, "answered": answered,
                                "ratio": round(warm["p95"] / calm["p95"], 2)})  # fmt: skip
+            views = first_views(url, echo)
     middle = sorted(rounds, key=lambda r: r["ratio"])[len(rounds) // 2]
     return {
         "schema": "toolsift-curation-load/2",
@@ -83,7 +94,48 @@ def run_curation_load(
         "rounds": rounds,
         "median_round": rounds.index(middle) + 1,
         "warm_p95_ratio": middle["ratio"],
+        "first_view": views,
     }
+
+
+def first_views(url: str, echo: Callable[[str], None]) -> dict[str, Any]:
+    """The page's first view at each of ``WIDTHS`` in headless Chromium, ``VIEWS`` fresh pages
+    each: the median seconds until the overview, the first catalog page and the first findings
+    page are shown, and the bytes transferred; ``{"skipped": why}`` without a browser."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    try:
+        from playwright.sync_api import expect, sync_playwright
+    except ImportError:
+        return {"skipped": "Playwright is not installed (pip install -e '.[test]')"}
+    if chromium is None:
+        return {"skipped": "no Chromium on PATH (make browser)"}
+    figures: dict[str, Any] = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
+        try:
+            for width, viewport in WIDTHS.items():
+                echo(f"first view at {width} width: {VIEWS} loads")
+                loads = []
+                for _ in range(VIEWS):
+                    page = browser.new_page(viewport=viewport)
+                    sizes: list[int] = []
+                    page.on(
+                        "requestfinished",
+                        lambda request, sizes=sizes: sizes.append(request.sizes()["responseBodySize"]),
+                    )
+                    started = time.perf_counter()
+                    page.goto(url + "/")
+                    expect(page.locator("#catalog-table tr.tool-row")).to_have_count(25, timeout=30_000)
+                    expect(page.locator("#findings")).to_have_attribute("data-severity", "problems", timeout=30_000)
+                    loads.append((time.perf_counter() - started, sum(sizes)))
+                    page.close()
+                figures[width] = {
+                    "seconds": round(statistics.median(seconds for seconds, _ in loads), 3),
+                    "bytes": int(statistics.median(size for _, size in loads)),
+                }
+        finally:
+            browser.close()
+    return figures
 
 
 @contextmanager
@@ -178,4 +230,14 @@ def curation_table(document: dict[str, Any]) -> str:
         "idle. Aim: within 2× idle.",
         "",
     ]
+    views = document.get("first_view") or {"skipped": "not measured"}
+    if "skipped" in views:
+        lines += [f"The page's first view: not measured ({views['skipped']}).", ""]
+    else:
+        shown = ", ".join(f"{width} {v['seconds']} s, {v['bytes'] / 1e6:.2f} MB" for width, v in views.items())
+        lines += [
+            f"The page's first view (overview, first catalog page, first findings page) in headless Chromium, "
+            f"the median of {VIEWS} loads, after the rounds: {shown}. Aim: under 2 s and 5 MB.",
+            "",
+        ]
     return "\n".join(lines)
