@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -37,7 +38,7 @@ CURATION_TIMEOUT = 120.0
 
 VIEWS = 5
 """Loads of the page's first view per width (``first_views``): the median is reported."""
-WIDTHS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 375, "height": 740}}
+WIDTHS = {"desktop": (1280, 800), "phone": (375, 740)}
 
 ROUNDS = 3
 """Warm rounds, each an idle measurement then one under curation: the figure is the median of
@@ -106,23 +107,20 @@ def first_views(url: str, echo: Callable[[str], None]) -> dict[str, Any]:
     try:
         from playwright.sync_api import expect, sync_playwright
     except ImportError:
-        return {"skipped": "Playwright is not installed (pip install -e '.[test]')"}
+        return {"skipped": "Playwright is not installed (pip install -e '.[dev]')"}
     if chromium is None:
         return {"skipped": "no Chromium on PATH (make browser)"}
     figures: dict[str, Any] = {}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
         try:
-            for width, viewport in WIDTHS.items():
+            for width, (across, down) in WIDTHS.items():
                 echo(f"first view at {width} width: {VIEWS} loads")
                 loads = []
                 for _ in range(VIEWS):
-                    page = browser.new_page(viewport=viewport)
+                    page = browser.new_page(viewport={"width": across, "height": down})
                     sizes: list[int] = []
-                    page.on(
-                        "requestfinished",
-                        lambda request, sizes=sizes: sizes.append(request.sizes()["responseBodySize"]),
-                    )
+                    page.on("requestfinished", partial(_count_body, sizes))
                     started = time.perf_counter()
                     page.goto(url + "/")
                     expect(page.locator("#catalog-table tr.tool-row")).to_have_count(25, timeout=30_000)
@@ -136,6 +134,10 @@ def first_views(url: str, echo: Callable[[str], None]) -> dict[str, Any]:
         finally:
             browser.close()
     return figures
+
+
+def _count_body(sizes: list[int], request: Any) -> None:
+    sizes.append(request.sizes()["responseBodySize"])
 
 
 @contextmanager
