@@ -6,7 +6,7 @@ for curation views without pause — a tool's page (``/tools/<name>``), a page o
 (``/lint``), the map (``/catalog/map``) — starting cold, so the lint report of the whole catalog is
 computed during the measurement; then ``ROUNDS`` rounds of idle and warm curation. The figure: the
 route p95 under warm curation over idle, the median of the rounds' ratios.
-Then, where Playwright and a Chromium are installed (the test extras; `make browser`), the page's
+Then, where Playwright and a Chromium are installed (the dev extras; `make browser`), the page's
 first view (overview, first catalog page, first findings page) in a headless browser, at desktop
 and phone widths: seconds and bytes, the median of ``VIEWS`` loads each (the aim: under 2 s and
 5 MB at 20,000 tools; the tests check what the view shows and its size, not its speed).
