@@ -21,8 +21,7 @@ from toolsift.bench.abstention import generic_no_tool, run_abstention
 from toolsift.bench.cli import embedder_for
 from toolsift.bench.datasets import load_dataset
 from toolsift.catalog import load_catalog
-from toolsift.router import Router
-from toolsift.router import confidence
+from toolsift.router import Router, confidence
 from toolsift.settings import BUNDLED_CATALOG, Settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "abstention"))
@@ -66,7 +65,9 @@ def fit() -> np.ndarray:
     coefficients = confidence._logistic(design, truth, np.zeros(design.shape[1]), penalty, 50, np.concatenate(weights))
     predicted = confidence._sigmoid(design @ coefficients)
     loss = -np.mean(truth * np.log(predicted + 1e-12) + (1 - truth) * np.log(1 - predicted + 1e-12))
-    print(f"fitted: {np.round(coefficients, 4).tolist()} (intercept, above, below_best, coverage, gap); log loss {loss:.4f}")
+    print(
+        f"fitted: {np.round(coefficients, 4).tolist()} (intercept, above, below_best, coverage, gap); log loss {loss:.4f}"
+    )
     return coefficients
 
 
@@ -74,7 +75,9 @@ def summary(name: str, label: str, result: dict) -> None:  # type: ignore[type-a
     rows = result["rows"]
     within = [row for row in rows if row["recall_change"] >= -0.01 and row["min_confidence"] in THRESHOLDS]
     languages = list(result["generic_no_tool"])
-    best = {lang: max(within, key=lambda r, lang=lang: (r[f"abstained_{lang}"], -r["min_confidence"])) for lang in languages}
+    best = {
+        lang: max(within, key=lambda r, lang=lang: (r[f"abstained_{lang}"], -r["min_confidence"])) for lang in languages
+    }
     default = next(row for row in rows if row["min_confidence"] == result["default_min_confidence"])
     print(f"{name} {label}: default {default['min_confidence']} recall {default['recall_change']:+.3f} ± "
           f"{default['recall_change_interval']:.3f} " + " ".join(f"{lang} {default[f'abstained_{lang}']:.2f}" for lang in languages)
