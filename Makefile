@@ -121,7 +121,7 @@ bench: install services mcp-servers openapi-specs
 	$(BIN)/toolsift bench --dataset $(DATASETS)/metatool --limit 21041 --feedback-split 0.5 --split-by query --tune full \
 		--tune-pairs 10000 --tune-time-limit 1800 --methods toolsift --json benchmarks/results/tuning-10k.json
 	$(BIN)/toolsift perf --replicas --sizes 1000 --requests 800 --json benchmarks/results/replicas.json
-	$(BIN)/toolsift perf --against 94a923d --rounds 3 --requests 400 --json benchmarks/results/against.json
+	$(BIN)/toolsift perf --against 94a923d --rounds 5 --requests 400 --json benchmarks/results/against.json
 	$(BIN)/toolsift perf --gateway benchmarks/gateway-servers.json --catalog toolsift/data/default_catalog.yaml --calls 1000 \
 		--json benchmarks/results/gateway.json
 	$(BIN)/toolsift perf --curation --sizes 20000 --requests 400 --clients 20 --json benchmarks/results/curation-load.json

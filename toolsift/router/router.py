@@ -662,11 +662,11 @@ class Router:
         ]
         merged: dict[str, Match] = {}
         for match in ranked[:1] + from_parts + ranked[1:]:
-            if match.name not in merged:
-                merged[match.name] = replace(match, rank=len(merged) + 1)
+            merged.setdefault(match.name, match)
         best = list(merged.values())
         asks = len({m.name for m in candidates[:1] + from_parts})
-        return best[:k], crowd_share([m.confidence for m in best[:CROWD_DEPTH]], asks)
+        share = crowd_share([m.confidence for m in best[:CROWD_DEPTH]], asks)
+        return [m if m.rank == rank else replace(m, rank=rank) for rank, m in enumerate(best[:k], 1)], share
 
     def _shape_matches(
         self,
@@ -732,9 +732,10 @@ class Router:
             calibration.confidences(ranked.evidence, none, ranked.coverage, leading).tolist(),
             strict=True,
         )
+        tools = self.catalog.tools
         return [
             Match(
-                self.catalog[int(tool_id)],
+                tools[tool_id],
                 round(score, 6),
                 position,
                 round(similarity, 6),
