@@ -6,6 +6,7 @@ after a restart) and follows feedback."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,8 @@ from toolsift import Router
 from toolsift.bench.abstention import NO_TOOL_EVAL
 from toolsift.catalog import Catalog, parse_catalog
 from toolsift.cli import main
-from toolsift.embeddings import Embedder
-from toolsift.router import Scope
+from toolsift.embeddings import Embedder, EmbedderWrapper
+from toolsift.router import Scope, confidence
 from toolsift.router import router as router_module
 from toolsift.router.confidence import (
     DEFAULT_MIN_CONFIDENCE,
@@ -48,6 +49,7 @@ from toolsift.router.usage import Feedback
 from toolsift.service import create_app
 from toolsift.service.mcp_server import mcp_server_for
 from toolsift.settings import Settings
+from toolsift.types import Matrix
 
 pytestmark = pytest.mark.model
 
@@ -362,3 +364,47 @@ def test_ranking_deeper_for_the_crowd_changes_no_shape_confidence(
         [(m.name, m.confidence) for m in fresh.route(r, k, min_confidence=0).matches] for r in requests for k in (1, 3)
     ]
     assert deep == again
+
+
+class QueryCounter(EmbedderWrapper):
+    """Counts the query texts it embeds."""
+
+    def __init__(self, inner: Embedder) -> None:
+        super().__init__(inner)
+        self.queries = 0
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        self.queries += len(texts)
+        return self.inner.embed_queries(texts)
+
+
+def test_a_saved_index_keeps_its_no_tool_measurements_for_the_next_process(
+    tmp_path: Path, real_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`toolsift build` measures the floor once; a process that loads the index (the CLI, a worker,
+    a replica) takes it and the no-tool requests' vectors back instead of routing 441 requests.
+    A different ranking, model or set of shipped requests measures again."""
+    router = Router.build(small_catalog("write_creative_text"), real_embedder)
+    floor = router.no_tool_floor()
+    folder = router.save(tmp_path / "index")
+    monkeypatch.setattr(confidence, "_vectors", {})  # a fresh process: nothing embedded yet
+    counter = QueryCounter(real_embedder)
+    loaded = Router.load(folder, counter)
+    assert loaded.no_tool_floor() == floor and loaded.default_threshold("") == router.default_threshold("")
+    assert loaded.route(HAIKU, 3, min_confidence=0).matches == router.route(HAIKU, 3, min_confidence=0).matches
+    assert counter.queries == 1  # the request alone: no no-tool request was embedded or routed
+
+    monkeypatch.setattr(confidence, "_vectors", {})
+    heavier = Router.load(folder, counter, RankingConfig(lexical_weight=0.6))
+    assert heavier._floor is None  # measured with another ranking: measured again when needed
+    assert RankingConfig(min_confidence=0.3) != RankingConfig()
+    assert Router.load(folder, real_embedder, RankingConfig(min_confidence=0.3))._floor == floor  # not a ranking
+    counter.queries = 0
+    assert heavier.no_tool_floor() >= 0 and counter.queries == 0  # the vectors came back all the same
+
+    note = orjson.loads((folder / "attached" / "no_tool.json").read_bytes())
+    (folder / "attached" / "no_tool.json").write_bytes(orjson.dumps({**note, "requests": "another set"}))
+    monkeypatch.setattr(confidence, "_vectors", {})
+    counter.queries = 0
+    stale = Router.load(folder, counter)
+    assert stale._floor is None and stale.no_tool_floor() == floor and counter.queries >= len(no_tool_requests())

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import orjson
 import pytest
 from click.testing import CliRunner
 
@@ -139,6 +140,8 @@ print("model imported:", "onnxruntime" in sys.modules or "sentence_transformers"
 
 @pytest.mark.model
 def test_a_build_from_a_full_cache_never_loads_the_model(tmp_path: Path) -> None:
+    """Not even for the no-tool floor the build measures and keeps: the no-tool requests' vectors
+    are cached too."""
     import os
     import subprocess
     import sys
@@ -154,6 +157,8 @@ def test_a_build_from_a_full_cache_never_loads_the_model(tmp_path: Path) -> None
     assert "254 embedded, 0 from cache" in runs[0] and "model imported: True" in runs[0]
     assert "0 embedded, 254 from cache" in runs[1] and "model not loaded" in runs[1]
     assert "model imported: False" in runs[1]
+    notes = [orjson.loads((tmp_path / f"index{n}" / "attached" / "no_tool.json").read_bytes()) for n in (1, 2)]
+    assert notes[0]["floor"] == notes[1]["floor"] > 0  # measured by both builds, the second from cached vectors
 
 
 def test_serve_catalog_never_serves_another_catalog_nor_drops_an_edit(tmp_path: Path, tiny_file: Path) -> None:

@@ -239,3 +239,27 @@ def test_router_build_picks_the_multilingual_ensemble_for_a_korean_catalog() -> 
     assert router.index.manifest.model == MULTILINGUAL_MODEL
     assert router.route("계좌로 오만원 보내줘", k=1).names == ["transferMoney"]
     assert Router.build(load_catalog(BUNDLED_CATALOG)).index.manifest.model == DEFAULT_MODEL
+
+
+class QueryCountingEmbedder(EmbedderWrapper):
+    def __init__(self, inner: Embedder) -> None:
+        super().__init__(inner)
+        self.queries: list[str] = []
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        self.queries.extend(texts)
+        return self.inner.embed_queries(texts)
+
+
+def test_cached_queries_are_embedded_once_and_kept_apart_from_documents(cache_path: Path) -> None:
+    from toolsift.embeddings import embed_queries_cached
+
+    embedder = QueryCountingEmbedder(HashingEmbedder(32))
+    cache = EmbeddingCache(cache_path)
+    embed_documents_cached(embedder, ["thanks!"], cache)  # a document of the same text is not a query's vector
+    first = embed_queries_cached(embedder, ["thanks!", "write a haiku", "thanks!"], cache)
+    assert embedder.queries == ["thanks!", "write a haiku"]
+    again = embed_queries_cached(embedder, ["write a haiku", "thanks!"], EmbeddingCache(cache_path))
+    assert embedder.queries == ["thanks!", "write a haiku"] and again.dtype == np.float32
+    np.testing.assert_array_equal(again, first[[1, 0]])
+    assert embed_queries_cached(embedder, ["hello"], None).shape == (1, 32) and embedder.queries[-1] == "hello"

@@ -77,6 +77,26 @@ def test_save_and_load_round_trip(tmp_path: Path, tiny_catalog: Catalog) -> None
     assert loaded.vectors.search(query, 3)[1].tolist() == index.vectors.search(query, 3)[1].tolist()
 
 
+def test_attachments_are_kept_with_their_build_and_only_with_it(tmp_path: Path, tiny_catalog: Catalog) -> None:
+    """What the router measured on a build (``ToolIndex.attachments``) is published with it and
+    read back; the next build published without them has none (an older folder has none); what
+    save would not write there is left out, never a failed load; a bad name is refused on save."""
+    index, _ = ToolIndex.build(tiny_catalog, HashingEmbedder(64))
+    assert index.attachments == {}
+    folder = index.save(tmp_path / "idx", attachments={"note.json": b'{"a": 1}', "v.npy": b"\x00" * 10})
+    assert ToolIndex.load(folder).attachments == {"note.json": b'{"a": 1}', "v.npy": b"\x00" * 10}
+    index.save(tmp_path / "idx")
+    assert ToolIndex.load(folder).attachments == {} and not (folder / "attached").exists()
+    index.save(tmp_path / "idx", attachments={"note.json": b"{}"})
+    (folder.resolve() / "attached" / "Odd Name").write_bytes(b"x")  # not a name save writes
+    (folder.resolve() / "attached" / "sub.dir").mkdir()  # not a file
+    assert ToolIndex.load(folder).attachments == {"note.json": b"{}"}
+    with pytest.raises(ValueError, match="attachment '../escape'"):
+        index.save(tmp_path / "idx", attachments={"../escape": b""})
+    assert ToolIndex.load(folder).attachments["note.json"] == b"{}"  # the refused save published nothing
+    assert not (tmp_path / "escape").exists()
+
+
 def test_save_replaces_an_existing_index_whole(tmp_path: Path, tiny_catalog: Catalog) -> None:
     embedder = HashingEmbedder(64)
     first, _ = ToolIndex.build(tiny_catalog, embedder)

@@ -73,6 +73,19 @@ def _open_cache(settings: Settings, no_cache: bool) -> Any:
     return None if no_cache else settings.open_cache()
 
 
+def _measure_no_tool_floor(router: Router, cache: Any) -> None:
+    """The catalog's no-tool floor, measured once by the build and kept with the index (no process
+    that loads it pays for it); the no-tool requests' vectors from the embedding cache when it has
+    them, so a build whose every vector is cached still never loads the model."""
+    from toolsift.embeddings import embed_queries_cached
+    from toolsift.router.confidence import calibrated_for, no_tool_vectors
+
+    if calibrated_for(router.embedder.name) and len(router.catalog):
+        embedder = router.embedder
+        no_tool_vectors(embedder.name, embedder.dimension, lambda texts: embed_queries_cached(embedder, texts, cache))
+    router.no_tool_floor()
+
+
 def rules_options(command: Any) -> Any:
     """The operator's rules, which every caller of a serving process is held to."""
     command = click.option(
@@ -163,14 +176,17 @@ def build(
     if not keep_flagged:
         tools = _screened(tools)
     embedder = embedder_for(settings.model, tools, lazy=True, backend=settings.backend)  # loaded only if needed
+    cache = _open_cache(settings, no_cache)
     router = Router.build(
         tools,
         embedder,
         kind=settings.index_kind,
-        cache=_open_cache(settings, no_cache),
+        cache=cache,
         progress=not quiet,
         source=source,
+        ranking=settings.ranking(),
     )
+    _measure_no_tool_floor(router, cache)
     router.save(settings.index_path)
     stats = router.last_build
     assert stats is not None

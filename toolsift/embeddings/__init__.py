@@ -2,7 +2,7 @@
 
 from toolsift.embeddings.base import Embedder, EmbedderWrapper, normalise_rows
 from toolsift.embeddings.batching import MicroBatcher
-from toolsift.embeddings.cache import CacheStats, EmbeddingCache, embed_documents_cached
+from toolsift.embeddings.cache import CacheStats, EmbeddingCache, embed_documents_cached, embed_queries_cached
 from toolsift.embeddings.hashing import HashingEmbedder
 from toolsift.embeddings.query_cache import CachingEmbedder, QueryCache
 from toolsift.embeddings.registry import (
@@ -36,6 +36,7 @@ __all__ = [
     "compose_tool_text",
     "bundle_model",
     "embed_documents_cached",
+    "embed_queries_cached",
     "embedder_for",
     "get_embedder",
     "lexical_tool_text",

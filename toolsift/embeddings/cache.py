@@ -94,3 +94,19 @@ def embed_documents_cached(
     for row, text in enumerate(texts):
         matrix[row] = cached[text]
     return matrix, CacheStats(hits=len(texts) - len(missing), misses=len(missing))
+
+
+def embed_queries_cached(embedder: Embedder, texts: Sequence[str], cache: EmbeddingCache | None) -> Matrix:
+    """``embed_queries`` for texts embedded again and again by every build (the shipped no-tool
+    requests), taking what the cache has: kept apart from documents, since a model may embed a
+    query and a document of the same text differently."""
+    if cache is None:
+        return embedder.embed_queries(texts)
+    namespace = f"{embedder.name}\x00query"
+    cached = cache.get_many(namespace, embedder.dimension, texts)
+    missing = list(dict.fromkeys(text for text in texts if text not in cached))
+    if missing:
+        fresh = embedder.embed_queries(missing)
+        cache.put_many(namespace, missing, fresh)
+        cached.update(zip(missing, fresh, strict=True))
+    return np.stack([cached[text] for text in texts]).astype(np.float32)

@@ -6,15 +6,18 @@ Folder layout::
     catalog.jsonl   the tools, in index order (FAISS id = line number - 1)
     groups.json     what each group is for (only when the catalog describes its groups)
     vectors.faiss   the FAISS index
+    attached/       small files the router keeps with this build (``ToolIndex.attachments``: what it
+                    measured on the catalog, so a fresh process need not measure it again)
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +41,10 @@ MANIFEST = "manifest.json"
 CATALOG = "catalog.jsonl"
 GROUPS = "groups.json"
 VECTORS = "vectors.faiss"
+ATTACHED = "attached"
+ATTACHMENT_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
+ATTACHMENT_LIMIT = 16 * 1024 * 1024
+"""Attachments are small (the router's: under 1 MB); a larger file there is not read."""
 
 
 @dataclass(frozen=True)
@@ -156,11 +163,38 @@ def read_catalog(folder: Path) -> Catalog:
     return Catalog(catalog, source=catalog.source, groups=described)
 
 
+def _write_attachments(folder: Path, attachments: Mapping[str, bytes]) -> None:
+    if not attachments:
+        return
+    folder.mkdir()
+    for name, content in attachments.items():
+        if not ATTACHMENT_NAME.fullmatch(name) or len(content) > ATTACHMENT_LIMIT:
+            raise ValueError(f"attachment {name!r}: a name of a-z, 0-9, _.- and under {ATTACHMENT_LIMIT} bytes")
+        (folder / name).write_bytes(content)
+    _fsync_folder(folder)
+
+
+def _read_attachments(folder: Path) -> dict[str, bytes]:
+    """The build's attachments; a missing folder (an older build) has none, and an unreadable or
+    oversized file is left out (its reader measures again) rather than failing the load."""
+    if not folder.is_dir():
+        return {}
+    found: dict[str, bytes] = {}
+    for path in folder.iterdir():
+        try:
+            if ATTACHMENT_NAME.fullmatch(path.name) and path.is_file() and path.stat().st_size <= ATTACHMENT_LIMIT:
+                found[path.name] = path.read_bytes()
+        except OSError:
+            continue
+    return found
+
+
 def _fsync_folder(folder: Path) -> None:
     """Flush the folder's files and the folder itself to disk."""
     for file in folder.iterdir():
-        with open(file, "rb") as handle:
-            os.fsync(handle.fileno())
+        if file.is_file():  # attached/ is flushed when written
+            with open(file, "rb") as handle:
+                os.fsync(handle.fileno())
     _fsync_dir(folder)
 
 
@@ -175,10 +209,15 @@ def _fsync_dir(folder: Path) -> None:
 class ToolIndex:
     """Vectors for every tool of a catalog, ids being catalog positions."""
 
-    def __init__(self, catalog: Catalog, vectors: FaissIndex, manifest: Manifest) -> None:
+    def __init__(
+        self, catalog: Catalog, vectors: FaissIndex, manifest: Manifest, attachments: Mapping[str, bytes] | None = None
+    ) -> None:
         self.catalog = catalog
         self.vectors = vectors
         self.manifest = manifest
+        self.attachments: Mapping[str, bytes] = dict(attachments or {})
+        """Files saved with this build (``attached/``), by name: opaque to the index, written by
+        ``save(attachments=)`` and read back by ``load``; none for a fresh build."""
 
     @classmethod
     def build(
@@ -235,7 +274,13 @@ class ToolIndex:
         )
         return cls(catalog, vectors, manifest), build_stats
 
-    def save(self, path: str | Path, *, before_publish: Callable[[], None] | None = None) -> Path:
+    def save(
+        self,
+        path: str | Path,
+        *,
+        before_publish: Callable[[], None] | None = None,
+        attachments: Mapping[str, bytes] | None = None,
+    ) -> Path:
         """Write the folder, atomically: the files go to a new hidden folder beside ``path``, and
         ``path`` becomes a symbolic link to it through one ``rename`` — readers see the old index
         or the new one, never a mix, and a crash at any point leaves a loadable index.
@@ -243,15 +288,18 @@ class ToolIndex:
         (A ``path`` that is still a real folder, from an older toolsift, is moved aside first; if
         a crash hits between the two renames, ``load`` finds the moved-aside copy.)
 
+        ``attachments``: small files kept with this build under ``attached/`` (names of lower-case
+        letters, digits, ``_.-``), published atomically with it.
+
         Saves to one folder are serialised across processes (``folder_lock``). ``before_publish``
         is called just before the atomic step; if it raises, nothing is published (a replica's
         check that it still holds the shared lock)."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         with folder_lock(target):
-            return self._save(target, before_publish)
+            return self._save(target, before_publish, attachments or {})
 
-    def _save(self, target: Path, before_publish: Callable[[], None] | None) -> Path:
+    def _save(self, target: Path, before_publish: Callable[[], None] | None, attachments: Mapping[str, bytes]) -> Path:
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         link = target.with_name(f".{target.name}.link-{staging.name}")
         try:
@@ -262,6 +310,7 @@ class ToolIndex:
             if self.catalog.group_descriptions:
                 (staging / GROUPS).write_bytes(orjson.dumps(dict(self.catalog.group_descriptions)))
             self.vectors.save(staging / VECTORS)
+            _write_attachments(staging / ATTACHED, attachments)
             (staging / MANIFEST).write_bytes(
                 orjson.dumps(asdict(self.manifest), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
             )
@@ -342,4 +391,4 @@ class ToolIndex:
             raise IndexMismatch(shown, "vector dimension", manifest.dimension, vectors.dimension)
         if len(vectors) != len(catalog) or manifest.tool_count != len(catalog):
             raise IndexMismatch(shown, "number of vectors", len(catalog), len(vectors))
-        return cls(catalog, vectors, manifest)
+        return cls(catalog, vectors, manifest, _read_attachments(folder / ATTACHED))

@@ -45,14 +45,17 @@ match reports, not whether the answer abstains.
 
 from __future__ import annotations
 
+import hashlib
+import io
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import yaml
 
 from toolsift.types import Matrix, Vector
@@ -156,6 +159,58 @@ def no_tool_vectors(model: str, dimension: int, embed: Callable[[Sequence[str]],
         with _vectors_lock:
             _vectors[key] = known
     return known
+
+
+@cache
+def no_tool_digest() -> str:
+    """What the shipped no-tool requests are, in one digest (a saved measurement names it)."""
+    return hashlib.sha256("\x00".join(no_tool_requests()).encode()).hexdigest()
+
+
+VECTORS_FILE = "no_tool_vectors.npy"
+NOTE_FILE = "no_tool.json"
+
+
+def kept_measurements(model: str, dimension: int, floor: float | None, floor_key: str) -> dict[str, bytes]:
+    """What an index folder keeps of this process's no-tool measurements for ``model``
+    (``ToolIndex.save(attachments=)``): the no-tool requests' vectors, once embedded here, and
+    the catalog's no-tool floor when measured (``floor_key``: what it was measured with)."""
+    with _vectors_lock:
+        vectors = _vectors.get((model, dimension))
+    if vectors is None:
+        return {}
+    buffer = io.BytesIO()
+    np.save(buffer, vectors, allow_pickle=False)
+    note = {
+        "model": model,
+        "dimension": dimension,
+        "requests": no_tool_digest(),
+        "floor": floor,
+        "floor_key": floor_key,
+    }
+    return {VECTORS_FILE: buffer.getvalue(), NOTE_FILE: orjson.dumps(note)}
+
+
+def adopt_measurements(attachments: Mapping[str, bytes], model: str, dimension: int, floor_key: str) -> float | None:
+    """Take back what ``kept_measurements`` saved, when it was measured with the same model and
+    the same shipped requests: the vectors (no embedding of them in this process) and, when
+    ``floor_key`` is the same too (catalog, ranking, shape), the floor. Anything else (another
+    model, another toolsift's requests, a damaged file) is ignored and measured again."""
+    try:
+        note = orjson.loads(attachments[NOTE_FILE])
+        vectors = np.load(io.BytesIO(attachments[VECTORS_FILE]), allow_pickle=False)
+    except (KeyError, ValueError, OSError):  # orjson.JSONDecodeError is a ValueError
+        return None
+    if not isinstance(note, dict) or note.get("model") != model or note.get("requests") != no_tool_digest():
+        return None
+    if vectors.dtype != np.float32 or vectors.shape != (len(no_tool_requests()), dimension):
+        return None
+    with _vectors_lock:
+        _vectors.setdefault((model, dimension), vectors)
+    floor = note.get("floor")
+    if note.get("floor_key") != floor_key or not isinstance(floor, int | float) or not 0 <= floor <= 1:
+        return None
+    return float(floor)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 import threading
 import time
@@ -36,16 +37,20 @@ from toolsift.router.caller import DEFAULT_K
 from toolsift.router.confidence import (
     CROWD_DEPTH,
     DEFAULT_MIN_CONFIDENCE,
+    FLOOR_SHARE,
     RECALIBRATE_FROM,
     RECALIBRATION_FOLDS,
     RECALIBRATION_GROWTH,
     RECALIBRATION_SAMPLE,
+    SHAPE,
     Calibration,
     Recalibration,
     abstention,
+    adopt_measurements,
     calibrated_for,
     crowd_share,
     fit_recalibration,
+    kept_measurements,
     no_tool_floor,
     no_tool_languages,
     no_tool_requests,
@@ -172,6 +177,8 @@ class Router:
         self._calibration_lock = threading.Lock()
         self._floor: float | None = None
         self._floor_lock = threading.Lock()
+        if index.attachments and calibrated_for(embedder.name):  # measured when this build was saved
+            self._floor = adopt_measurements(index.attachments, embedder.name, embedder.dimension, self._floor_key())
 
     # -- construction ----------------------------------------------------------------------
 
@@ -241,7 +248,10 @@ class Router:
     def save(self, path: str | Path, *, before_publish: Callable[[], None] | None = None) -> Path:
         """Save the index folder, and beside it (``<path>.model/``) the exported model it was built
         with, so a server without the build extra can load both (``ToolIndex.save``)."""
-        saved = self.index.save(path, before_publish=before_publish)
+        with self._floor_lock:
+            floor = self._floor
+        kept = kept_measurements(self.embedder.name, self.embedder.dimension, floor, self._floor_key())
+        saved = self.index.save(path, before_publish=before_publish, attachments=kept)
         bundle_model(self.embedder.name, model_beside(saved))
         return saved
 
@@ -395,6 +405,13 @@ class Router:
                 ]
                 self._floor = no_tool_floor(best, no_tool_languages())
             return self._floor
+
+    def _floor_key(self) -> str:
+        """What the no-tool floor depends on besides the shipped requests: the model, the catalog
+        (its tools and examples), the ranking and the shape."""
+        ranking = replace(self.ranking, min_confidence=None)  # a threshold set aside, the floor is not used
+        parts = [self.embedder.name, self.catalog.fingerprint, repr(ranking), repr(SHAPE), FLOOR_SHARE, DEFAULT_K]
+        return hashlib.sha256(repr(parts).encode()).hexdigest()
 
     def _best_confidence(
         self, text: str, vector: Vector, none: float, calibration: Calibration, views: ExampleViews | None
