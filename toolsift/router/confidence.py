@@ -118,17 +118,24 @@ def calibrated_for(model: str) -> bool:
 
 
 @cache
+def _no_tool_file() -> tuple[tuple[str, str], ...]:
+    """(language, request) for each shipped no-tool request, in file order: read once per process
+    (libyaml's loader where installed: a tenth of the pure-Python one's time)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    by_language: dict[str, list[str]] = yaml.load(NO_TOOL_FILE.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506
+    return tuple((language, text) for language, texts in by_language.items() for text in texts)
+
+
+@cache
 def no_tool_requests() -> tuple[str, ...]:
     """The shipped requests no tool should serve, every language's, in file order."""
-    by_language: dict[str, list[str]] = yaml.safe_load(NO_TOOL_FILE.read_text(encoding="utf-8"))
-    return tuple(text for texts in by_language.values() for text in texts)
+    return tuple(text for _, text in _no_tool_file())
 
 
 @cache
 def no_tool_languages() -> tuple[str, ...]:
     """The language of each of ``no_tool_requests()``, in the same order."""
-    by_language: dict[str, list[str]] = yaml.safe_load(NO_TOOL_FILE.read_text(encoding="utf-8"))
-    return tuple(language for language, texts in by_language.items() for _ in texts)
+    return tuple(language for language, _ in _no_tool_file())
 
 
 def no_tool_floor(best: Sequence[float], languages: Sequence[str]) -> float:
