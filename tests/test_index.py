@@ -90,6 +90,8 @@ def test_attachments_are_kept_with_their_build_and_only_with_it(tmp_path: Path, 
     index.save(tmp_path / "idx", attachments={"note.json": b"{}"})
     (folder.resolve() / "attached" / "Odd Name").write_bytes(b"x")  # not a name save writes
     (folder.resolve() / "attached" / "sub.dir").mkdir()  # not a file
+    (tmp_path / "secret").write_bytes(b"not the index's")
+    (folder.resolve() / "attached" / "link.json").symlink_to(tmp_path / "secret")  # not one save wrote
     assert ToolIndex.load(folder).attachments == {"note.json": b"{}"}
     with pytest.raises(ValueError, match="attachment '../escape'"):
         index.save(tmp_path / "idx", attachments={"../escape": b""})

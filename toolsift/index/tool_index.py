@@ -182,7 +182,8 @@ def _read_attachments(folder: Path) -> dict[str, bytes]:
     found: dict[str, bytes] = {}
     for path in folder.iterdir():
         try:
-            if ATTACHMENT_NAME.fullmatch(path.name) and path.is_file() and path.stat().st_size <= ATTACHMENT_LIMIT:
+            plain = path.is_file() and not path.is_symlink()  # save writes plain files only
+            if ATTACHMENT_NAME.fullmatch(path.name) and plain and path.stat().st_size <= ATTACHMENT_LIMIT:
                 found[path.name] = path.read_bytes()
         except OSError:
             continue
