@@ -161,6 +161,29 @@ def test_a_build_from_a_full_cache_never_loads_the_model(tmp_path: Path) -> None
     assert notes[0]["floor"] == notes[1]["floor"] > 0  # measured by both builds, the second from cached vectors
 
 
+@pytest.mark.model
+def test_serve_catalog_builds_with_the_servers_ranking_and_keeps_the_no_tool_floor(
+    tmp_path: Path, tiny_file: Path
+) -> None:
+    """`serve --catalog` builds (or rebuilds) the index once, floor included, with the ranking the
+    serving processes load it with: each of them takes the floor back instead of measuring it."""
+    from toolsift import Router
+    from toolsift.cli import _index_of
+    from toolsift.settings import Settings
+
+    settings = Settings(
+        index_path=tmp_path / "index", model="all-MiniLM-L6-v2", cache_dir=tmp_path / "cache", lexical_weight=0.5
+    )
+    for catalog in (tiny_file, tmp_path / "other.json"):  # a build, then a rebuild from another catalog
+        if catalog.name == "other.json":
+            catalog.write_text(json.dumps([*TINY_TOOLS[:3], {"name": "send_fax", "description": "Send a fax."}]))
+        _index_of(catalog, settings)
+        served = Router.load(settings.index_path, ranking=settings.ranking())
+        note = orjson.loads((settings.index_path / "attached" / "no_tool.json").read_bytes())
+        assert served._floor is not None and served._floor == note["floor"]
+        assert Router.load(settings.index_path)._floor is None  # another ranking: measured again
+
+
 def test_serve_catalog_never_serves_another_catalog_nor_drops_an_edit(tmp_path: Path, tiny_file: Path) -> None:
     """``serve --catalog F``: builds the index from F, keeps one built from F (edits since
     included), rebuilds one built from another catalog, and refuses, saying how, to replace one

@@ -415,10 +415,14 @@ def _index_of(catalog: Path, settings: Settings) -> None:
     served = _screened(tools)
     embedder = embedder_for(settings.model, served)
     cache = _open_cache(settings, False)
+    ranking = settings.ranking()
     if manifest is not None and manifest.model == embedder.name:  # the unchanged tools keep their vectors
-        router = Router.load(settings.index_path).rebuilt(served, cache=cache, source=tools.fingerprint)
+        router = Router.load(settings.index_path, ranking=ranking).rebuilt(
+            served, cache=cache, source=tools.fingerprint
+        )
     else:
-        router = Router.build(served, embedder, cache=cache, source=tools.fingerprint)
+        router = Router.build(served, embedder, cache=cache, source=tools.fingerprint, ranking=ranking)
+    _measure_no_tool_floor(router, cache)  # once, here: the serving processes take it from the index
     router.save(settings.index_path)
     what = "rebuilt from" if manifest is not None else "built from"
     click.echo(f"{settings.index_path}: {what} {catalog} ({len(tools)} tools, {tools.fingerprint[:19]}…)", err=True)
