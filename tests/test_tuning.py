@@ -102,8 +102,11 @@ def test_hold_out_holds_back_tools_with_their_requests_and_is_seeded() -> None:
     held_tools = {p.tool for p in held}
     assert len(held_tools) == 5 and not held_tools & {p.tool for p in train}
     assert all(p.query not in {q.query for q in held} for p in train)
-    both = [p for p in [*train, *held] if p.query == "a request for two"]
-    assert len(both) in (0, 2)  # whole, or left out when its tools are split
+    two = [p for p in [*train, *held] if p.query == "a request for two"]
+    assert {p.tool for p in two} & held_tools == {p.tool for p in held if p.query == "a request for two"}
+    assert not two or len(two) == 2 or two[0] in held  # whole, or judged on its held tool alone
+    split = hold_out([Pair("a request for two", "tool_0"), Pair("a request for two", "tool_1")], 0.5, seed=0)
+    assert split[0] == [] and len(split[1]) == 1  # its kept tool neither trained on nor judged
 
 
 def test_a_batch_never_holds_a_tool_or_a_request_twice() -> None:

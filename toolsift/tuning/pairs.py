@@ -49,18 +49,19 @@ def collect(catalog: Catalog, book: UsageBook | None = None, pool: str = "") -> 
 
 def hold_out(pairs: Sequence[Pair], fraction: float, seed: int = 0) -> tuple[list[Pair], list[Pair]]:
     """(train, held): a seeded ``fraction`` of the tools is held back with every request that
-    named only held tools; requests naming held and kept tools are in neither (as in
-    ``toolsift bench --split-by tool``). The check then measures what tuning is for: requests
-    for tools the training never saw (a kept tool's requests are served by its feedback views
-    already). At least one tool is held back when there are two."""
+    named one of them; a request naming held and kept tools is held back for its held tools only
+    (its kept ones are neither trained on nor judged). The check then measures what tuning is
+    for: requests for tools the training never saw (a kept tool's requests are served by its
+    feedback views already) — on a catalog whose requests ask for several tools at once, many
+    more than the requests naming held tools alone (Seal-Tools: 35 → ~10x: benchmarks/DECISIONS.md).
+    At least one tool is held back when there are two."""
     tools = sorted({pair.tool for pair in pairs})
     random.Random(seed).shuffle(tools)
     count = min(len(tools) - 1, max(1, round(fraction * len(tools)))) if len(tools) > 1 else 0
     held_tools = set(tools[:count])
     answered = by_request(pairs)
-    held = {query for query, named in answered.items() if named <= held_tools}
-    mixed = {query for query, named in answered.items() if named & held_tools and query not in held}
-    return [p for p in pairs if p.query not in held | mixed], [p for p in pairs if p.query in held]
+    held = {query for query, named in answered.items() if named & held_tools}
+    return [p for p in pairs if p.query not in held], [p for p in pairs if p.query in held and p.tool in held_tools]
 
 
 def by_request(pairs: Sequence[Pair]) -> dict[str, set[str]]:
