@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -84,16 +85,8 @@ def embed_documents_cached(
     """Embed texts, taking what the cache has and storing what it lacked."""
     if cache is None:
         return embedder.embed_documents(texts, progress=progress), CacheStats(0, len(texts))
-    cached = cache.get_many(embedder.name, embedder.dimension, texts)
-    missing = list(dict.fromkeys(text for text in texts if text not in cached))
-    if missing:
-        fresh = embedder.embed_documents(missing, progress=progress)
-        cache.put_many(embedder.name, missing, fresh)
-        cached.update(zip(missing, fresh, strict=True))
-    matrix = np.empty((len(texts), embedder.dimension), dtype=np.float32)
-    for row, text in enumerate(texts):
-        matrix[row] = cached[text]
-    return matrix, CacheStats(hits=len(texts) - len(missing), misses=len(missing))
+    embed = partial(embedder.embed_documents, progress=progress)
+    return _through_cache(cache, embedder.name, embedder.dimension, texts, embed)
 
 
 def embed_queries_cached(embedder: Embedder, texts: Sequence[str], cache: EmbeddingCache | None) -> Matrix:
@@ -102,11 +95,21 @@ def embed_queries_cached(embedder: Embedder, texts: Sequence[str], cache: Embedd
     query and a document of the same text differently."""
     if cache is None:
         return embedder.embed_queries(texts)
-    namespace = f"{embedder.name}\x00query"
-    cached = cache.get_many(namespace, embedder.dimension, texts)
+    return _through_cache(cache, f"{embedder.name}\x00query", embedder.dimension, texts, embedder.embed_queries)[0]
+
+
+def _through_cache(
+    cache: EmbeddingCache, key: str, dimension: int, texts: Sequence[str], embed: Callable[[list[str]], Matrix]
+) -> tuple[Matrix, CacheStats]:
+    """``texts``' vectors under ``key`` (the model's name, or a namespace of it): the cached ones
+    read, the rest embedded once each and stored."""
+    cached = cache.get_many(key, dimension, texts)
     missing = list(dict.fromkeys(text for text in texts if text not in cached))
     if missing:
-        fresh = embedder.embed_queries(missing)
-        cache.put_many(namespace, missing, fresh)
+        fresh = embed(missing)
+        cache.put_many(key, missing, fresh)
         cached.update(zip(missing, fresh, strict=True))
-    return np.stack([cached[text] for text in texts]).astype(np.float32)
+    matrix = np.empty((len(texts), dimension), dtype=np.float32)
+    for row, text in enumerate(texts):
+        matrix[row] = cached[text]
+    return matrix, CacheStats(hits=len(texts) - len(missing), misses=len(missing))

@@ -53,7 +53,7 @@ def hold_out(pairs: Sequence[Pair], fraction: float, seed: int = 0) -> tuple[lis
     (its kept ones are neither trained on nor judged). The check then measures what tuning is
     for: requests for tools the training never saw (a kept tool's requests are served by its
     feedback views already) — on a catalog whose requests ask for several tools at once, many
-    more than the requests naming held tools alone (Seal-Tools: 35 → ~10x: benchmarks/DECISIONS.md).
+    more than the requests naming held tools alone (Seal-Tools: 285 instead of 35: benchmarks/DECISIONS.md).
     At least one tool is held back when there are two."""
     tools = sorted({pair.tool for pair in pairs})
     random.Random(seed).shuffle(tools)
