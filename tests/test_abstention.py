@@ -6,6 +6,7 @@ after a restart) and follows feedback."""
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -226,6 +227,21 @@ def test_the_recall_ceiling() -> None:
 
 
 WRITTEN = Path(__file__).resolve().parents[1] / "benchmarks" / "abstention" / "default_catalog_requests.tsv"
+
+
+def test_the_shipped_shape_is_what_fit_shape_fits_on_the_shipped_requests() -> None:
+    """SHAPE is not hand-set: benchmarks/abstention/fit_shape.py, on the written requests and the
+    shipped no-tool requests with both shipped models, gives it to its printed precision. Editing
+    either set without refitting fails here."""
+    spec = importlib.util.spec_from_file_location("fit_shape", WRITTEN.parent / "fit_shape.py")
+    assert spec is not None and spec.loader is not None
+    fit_shape = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fit_shape)
+    assert len(fit_shape.labelled_requests()) == 371
+    shape, loss, ece = fit_shape.fitted()
+    for field in ("intercept", "above", "below_best", "coverage"):
+        assert getattr(shape, field) == pytest.approx(getattr(confidence.SHAPE, field), abs=2e-3), field
+    assert loss < 0.2 and ece < 0.02
 
 
 def test_labelled_requests_keep_the_floor_from_costing_them_recall(

@@ -16,6 +16,7 @@ calibration error on the fitted matches).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ from toolsift.bench.abstention import ece_of
 from toolsift.catalog import load_catalog
 from toolsift.embeddings import get_embedder
 from toolsift.router import Router
-from toolsift.router.confidence import fit_shape, no_tool_requests, probability
+from toolsift.router.confidence import Shape, fit_shape, no_tool_requests, probability
 from toolsift.settings import BUNDLED_CATALOG
 
 HERE = Path(__file__).resolve().parent
@@ -34,8 +35,9 @@ NO_TOOL_BALANCE = 261 / 192
 
 
 def labelled_requests() -> list[tuple[str, str]]:
-    rows = (line.rstrip("\n").split("\t") for line in (HERE / "default_catalog_requests.tsv").open(encoding="utf-8"))
-    return [(row[0], row[1]) for row in rows if row and not row[0].startswith("#")]
+    lines = (HERE / "default_catalog_requests.tsv").read_text(encoding="utf-8").splitlines()
+    rows = (line.split("\t") for line in lines)
+    return [(row[0], row[1]) for row in rows if len(row) == 2 and not row[0].startswith("#")]
 
 
 def matches_of(router: Router, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -66,15 +68,16 @@ def matches_of(router: Router, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return np.vstack(features), np.concatenate(labels), np.concatenate(weights)
 
 
-def main(argv: list[str]) -> None:
-    k = int(argv[argv.index("--k") + 1]) if "--k" in argv else 5
+def fitted(k: int = 5, say: Callable[[str], None] = lambda _: None) -> tuple[Shape, float, float]:
+    """The shape fitted on the written and the shipped no-tool requests, its log loss and its
+    expected calibration error on what it was fitted on."""
     catalog = load_catalog(BUNDLED_CATALOG)
     features, labels, weights = [], [], []
     for model in MODELS:
         router = Router.build(catalog, get_embedder(model))
         found, labelled, weighed = matches_of(router, k)
         calibration = router.calibration()
-        print(f"{model}: center {calibration.center:.4f}, spread {calibration.spread:.4f}, {len(labelled)} matches")
+        say(f"{model}: center {calibration.center:.4f}, spread {calibration.spread:.4f}, {len(labelled)} matches")
         features.append(found)
         labels.append(labelled)
         weights.append(weighed)
@@ -82,8 +85,15 @@ def main(argv: list[str]) -> None:
     shape = fit_shape(pooled, truth, weights=np.concatenate(weights))
     predicted = probability(pooled, shape)
     loss = -np.mean(truth * np.log(predicted + 1e-12) + (1 - truth) * np.log(1 - predicted + 1e-12))
-    print(f"{len(truth)} matches, {int(truth.sum())} positive; log loss {loss:.4f}")
-    print(f"expected calibration error on the fitted matches: {ece_of(predicted, truth):.4f}")
+    say(f"{len(truth)} matches, {int(truth.sum())} positive")
+    return shape, float(loss), ece_of(predicted, truth)
+
+
+def main(argv: list[str]) -> None:
+    k = int(argv[argv.index("--k") + 1]) if "--k" in argv else 5
+    shape, loss, ece = fitted(k, say=print)
+    print(f"log loss {loss:.4f}")
+    print(f"expected calibration error on the fitted matches: {ece:.4f}")
     print(f"SHAPE = {shape!r}")
 
 
