@@ -237,7 +237,7 @@ def test_the_shipped_shape_is_what_fit_shape_fits_on_the_shipped_requests() -> N
     assert spec is not None and spec.loader is not None
     fit_shape = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fit_shape)
-    assert len(fit_shape.labelled_requests()) == 371
+    assert len(fit_shape.labelled_requests()) == 192
     shape, loss, ece = fit_shape.fitted()
     for field in ("intercept", "above", "below_best", "coverage"):
         assert getattr(shape, field) == pytest.approx(getattr(confidence.SHAPE, field), abs=2e-3), field

@@ -7,7 +7,7 @@ positive when it is the tool the request was written for), and the shipped no-to
 calibration does). Fitted with each shipped model in turn (all-MiniLM-L6-v2, multilingual-e5-small)
 and the matches pooled, so the shape does not lean on one model's cosine scale.
 
-    python benchmarks/abstention/fit_shape.py [--k 5]
+    python benchmarks/abstention/fit_shape.py [--k 5] [--with MORE_REQUESTS.tsv ...]
 
 Prints the coefficients to paste into ``SHAPE`` and how well they fit (log loss, expected
 calibration error on the fitted matches).
@@ -16,7 +16,7 @@ calibration error on the fitted matches).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -34,20 +34,24 @@ NO_TOOL_BALANCE = 261 / 192
 """The no-tool requests' total weight over the labelled requests': 261 to 192 as first fitted."""
 
 
-def labelled_requests() -> list[tuple[str, str]]:
-    lines = (HERE / "default_catalog_requests.tsv").read_text(encoding="utf-8").splitlines()
+def labelled_requests(*more: Path) -> list[tuple[str, str]]:
+    """(request, tool) rows of ``default_catalog_requests.tsv`` and of any ``more`` such files."""
+    lines = [
+        line
+        for path in (HERE / "default_catalog_requests.tsv", *more)
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
     rows = (line.split("\t") for line in lines)
     return [(row[0], row[1]) for row in rows if len(row) == 2 and not row[0].startswith("#")]
 
 
-def matches_of(router: Router, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def matches_of(router: Router, k: int, requests: list[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each match's features, label and weight in the fit (the no-tool requests weighing together
     ``NO_TOOL_BALANCE`` times the written ones)."""
     calibration = router.calibration()
     features: list[np.ndarray] = []
     labels: list[np.ndarray] = []
     weights: list[np.ndarray] = []
-    requests = labelled_requests()
     none_weight = NO_TOOL_BALANCE * len(requests) / len(no_tool_requests())
     texts = [text for text, _ in requests] + list(no_tool_requests())
     wanted = [tool for _, tool in requests] + [None] * len(no_tool_requests())
@@ -68,14 +72,17 @@ def matches_of(router: Router, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return np.vstack(features), np.concatenate(labels), np.concatenate(weights)
 
 
-def fitted(k: int = 5, say: Callable[[str], None] = lambda _: None) -> tuple[Shape, float, float]:
-    """The shape fitted on the written and the shipped no-tool requests, its log loss and its
-    expected calibration error on what it was fitted on."""
+def fitted(
+    k: int = 5, more: Sequence[Path] = (), say: Callable[[str], None] = lambda _: None
+) -> tuple[Shape, float, float]:
+    """The shape fitted on the written requests (and ``more`` files of them) and the shipped no-tool
+    requests, its log loss and its expected calibration error on what it was fitted on."""
+    requests = labelled_requests(*more)
     catalog = load_catalog(BUNDLED_CATALOG)
     features, labels, weights = [], [], []
     for model in MODELS:
         router = Router.build(catalog, get_embedder(model))
-        found, labelled, weighed = matches_of(router, k)
+        found, labelled, weighed = matches_of(router, k, requests)
         calibration = router.calibration()
         say(f"{model}: center {calibration.center:.4f}, spread {calibration.spread:.4f}, {len(labelled)} matches")
         features.append(found)
@@ -91,7 +98,8 @@ def fitted(k: int = 5, say: Callable[[str], None] = lambda _: None) -> tuple[Sha
 
 def main(argv: list[str]) -> None:
     k = int(argv[argv.index("--k") + 1]) if "--k" in argv else 5
-    shape, loss, ece = fitted(k, say=print)
+    more = [Path(argv[i + 1]) for i, arg in enumerate(argv) if arg == "--with"]
+    shape, loss, ece = fitted(k, more, say=print)
     print(f"log loss {loss:.4f}")
     print(f"expected calibration error on the fitted matches: {ece:.4f}")
     print(f"SHAPE = {shape!r}")
