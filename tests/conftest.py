@@ -8,12 +8,14 @@ developer's environment never changes a result.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import httpx
@@ -142,3 +144,14 @@ def wait_until_serving(url: str, process: subprocess.Popen[Any], seconds: float 
             pass
         assert process.poll() is None and time.monotonic() < deadline, "the server did not start"
         time.sleep(0.2)
+
+
+def benchmark_script(relative: str) -> ModuleType:
+    """A script under ``benchmarks/`` (not a package) loaded as a module, to test what it computes."""
+    spec = importlib.util.spec_from_file_location(
+        Path(relative).stem, Path(__file__).parents[1] / "benchmarks" / relative
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

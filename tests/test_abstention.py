@@ -6,7 +6,6 @@ after a restart) and follows feedback."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -51,6 +50,8 @@ from toolsift.service import create_app
 from toolsift.service.mcp_server import mcp_server_for
 from toolsift.settings import Settings
 from toolsift.types import Matrix
+
+from conftest import benchmark_script
 
 pytestmark = pytest.mark.model
 
@@ -233,10 +234,7 @@ def test_the_shipped_shape_is_what_fit_shape_fits_on_the_shipped_requests() -> N
     """SHAPE is not hand-set: benchmarks/abstention/fit_shape.py, on the written requests and the
     shipped no-tool requests with both shipped models, gives it to its printed precision. Editing
     either set without refitting fails here."""
-    spec = importlib.util.spec_from_file_location("fit_shape", WRITTEN.parent / "fit_shape.py")
-    assert spec is not None and spec.loader is not None
-    fit_shape = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fit_shape)
+    fit_shape = benchmark_script("abstention/fit_shape.py")
     assert len(fit_shape.labelled_requests()) == 192
     shape, loss, ece = fit_shape.fitted()
     for field in ("intercept", "above", "below_best", "coverage"):

@@ -23,7 +23,7 @@ from toolsift.bench.metrics import (
 from toolsift.cli import main
 from toolsift.errors import CatalogError
 
-from conftest import TINY_TOOLS
+from conftest import TINY_TOOLS, benchmark_script
 
 DATASETS = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
 RANKED = ["a", "b", "c", "d", "e"]
@@ -338,16 +338,9 @@ def test_abstention_bench_command(tmp_path: Path, tiny_dataset: Path) -> None:
 
 
 def test_results_md_marks_each_accuracy_goal() -> None:
-    import importlib.util
-
     from toolsift.bench.accuracy import DatasetResult
 
-    spec = importlib.util.spec_from_file_location(
-        "results_md", Path(__file__).parents[1] / "benchmarks" / "results_md.py"
-    )
-    assert spec is not None and spec.loader is not None
-    results_md = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(results_md)
+    results_md = benchmark_script("results_md.py")
 
     def row(method: str, value: float) -> dict[str, object]:
         return {"dataset": "metatool", "method": method, "lang": "all", "metric": "recall", "k": 5, "value": value}
@@ -489,14 +482,7 @@ def test_http_load_counts_every_request_and_fails_on_an_error(tmp_path: Path) ->
 
 
 def test_results_md_compares_int8_with_fp32_on_the_same_sample() -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "results_md", Path(__file__).parents[1] / "benchmarks" / "results_md.py"
-    )
-    assert spec is not None and spec.loader is not None
-    results_md = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(results_md)
+    results_md = benchmark_script("results_md.py")
 
     def document(model: str, toolsift: float, dense: float, ms: float) -> dict[str, Any]:
         rows = [

@@ -29,7 +29,7 @@ from toolsift.router.usage import Feedback, FeedbackLimits, UsageBook
 from toolsift.service import create_app
 from toolsift.settings import Settings
 
-from conftest import TINY_TOOLS, free_port, wait_until_serving
+from conftest import TINY_TOOLS, benchmark_script, free_port, wait_until_serving
 
 ODD_REQUEST = "ship the quarterly memo over to bob in accounting"
 ADMIN_TOKEN = "admin-token-0123456789"
@@ -519,12 +519,7 @@ def test_the_feedback_bench_feeds_a_split_and_scores_the_rest(tmp_path: Path) ->
     assert set(half["route_p50_ms"]) == {"embed", "rank", "rank_feedback", "route", "route_feedback"}
     assert "| 0.5 | 8 | 8 |" in result.output
 
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("results_md", Path(__file__).parents[1] / "benchmarks/results_md.py")
-    assert spec is not None and spec.loader is not None
-    results_md = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(results_md)
+    results_md = benchmark_script("results_md.py")
     section = results_md._other_section(str(out))
     assert section.startswith("## Learning from use") and "| 0.5 | 8 | 8 |" in section
 
