@@ -11,6 +11,7 @@ from toolsift import Router
 from toolsift.catalog import parse_catalog
 from toolsift.router import RankingConfig
 from toolsift.router.intents import MAX_PARTS, split_intents
+from toolsift.text import quoted_spans
 
 THREE_STEPS = (
     "Check the weather forecast for Berlin this weekend. Convert 250 US dollars to euros. "
@@ -52,10 +53,46 @@ THREE_STEPS = (
         ("오늘 날씨 알려줘. 그리고 내일 일정도 확인해줘", ["오늘 날씨 알려줘.", "내일 일정도 확인해줘"]),
         ("今日の天気を教えて。明日の予定も確認して。", ["今日の天気を教えて。", "明日の予定も確認して。"]),
         ("오늘 박스오피스 순위가 궁금해요", ["오늘 박스오피스 순위가 궁금해요"]),
+        # quoted text is what a tool acts on: its sentences are not parts
+        (
+            'Send Dana "I am running late. Also, start the meeting without me."',
+            ['Send Dana "I am running late. Also, start the meeting without me."'],
+        ),
+        (
+            "Translate “Où est la gare? J'ai perdu mon billet.” into English; then email it to Bob",
+            ["Translate “Où est la gare? J'ai perdu mon billet.” into English", "email it to Bob"],
+        ),
+        (
+            "Reply 'sounds good. see you then'. Then book a room for two.",
+            ["Reply 'sounds good. see you then'.", "book a room for two."],
+        ),
+        ('Say "ok". Then book it.', ['Say "ok". Then book it.']),  # a short part with its quote
+        # apostrophes open no quote; a request all in quotes splits as if it had none
+        ("I'm late. Also, it's raining; book a taxi", ["I'm late. Also, it's raining", "book a taxi"]),
+        (
+            '"Check the weather in Paris. After that, book a table for two."',
+            ['"Check the weather in Paris.', 'book a table for two."'],
+        ),
+        ("「天気を教えて。明日の予定も」を翻訳して", ["「天気を教えて。明日の予定も」を翻訳して"]),
     ],
 )
 def test_split_intents(query: str, parts: list[str]) -> None:
     assert split_intents(query) == parts
+
+
+@pytest.mark.parametrize(
+    ("text", "quoted"),
+    [
+        ("say \"hi there\", 'ok' and „ja“, «oui», 「はい」", ['"hi there"', "'ok'", "„ja“", "«oui»", "「はい」"]),
+        ("don't say 'I'm late,' to them", ["'I'm late,'"]),  # apostrophes open nothing, nor close
+        ('"" then "a"', ['"a"']),  # an empty quote quotes nothing
+        ("'unclosed and \"also", []),
+        ("„" * 8192, []),  # hostile: one pass whatever the marks
+        ("'a " * 2700, []),
+    ],
+)
+def test_quoted_spans(text: str, quoted: list[str]) -> None:
+    assert [text[start:end] for start, end in quoted_spans(text)] == quoted
 
 
 def test_split_intents_routes_at_most_max_parts() -> None:
@@ -131,6 +168,18 @@ def test_http_matches_name_their_part(bundled_router: Router) -> None:
     assert intents["get_exchange_rate"] == "Convert 250 US dollars to euros."
     assert intents[body["matches"][0]["name"]] is None
     assert sorted(t["name"] for t in body["tools"]) == [t["name"] for t in body["tools"]]
+
+
+@pytest.mark.model
+def test_a_quoted_message_brings_no_tool_of_its_own(bundled_router: Router) -> None:
+    query = (
+        'send a Slack message to Dana saying "I am running late. Please book a table for four at the Italian place."'
+    )
+    result = bundled_router.route(query, k=3)
+    assert result.matches[0].name == "send_slack_message"
+    assert all(m.intent is None for m in result.matches)  # the quote's sentence is not a request of its own
+    unquoted = bundled_router.route(query.replace('"', ""), k=3)  # without quotes, two requests
+    assert any(m.intent is not None for m in unquoted.matches)
 
 
 @pytest.mark.model

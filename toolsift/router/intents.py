@@ -15,6 +15,9 @@ Splitting is purely textual: sentence ends (Latin and CJK punctuation, new lines
 and sequencing connectives ("and then", "after that", "finally", "also"; Korean "그리고",
 "그 다음에", "또한"). Fragments under three words are joined to their neighbour, so
 abbreviations ("e.g.") and short lead-ins ("Please help.") do not become parts of their own.
+Quoted text is what a tool acts on, not another request: 'reply "Running late. Also, start
+without me"' is one part, whatever sentences the quote holds (a request all in quotes is split
+as if it had none).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import re
 
 from toolsift.index.lexical import CJK_RUN
+from toolsift.text import quoted_spans
 
 MAX_PARTS = 8
 """At most this many parts are routed apart (each costs a short query embedding)."""
@@ -44,18 +48,27 @@ _LEADING_CONNECTIVE = re.compile(
 )
 _ABBREVIATION_END = re.compile(r"\b(?:e\.g|i\.e|etc|vs|approx|incl|no|mr|mrs|ms|dr|st|a\.m|p\.m)\.$", re.IGNORECASE)
 _TRAILING_CONJUNCTION = re.compile(r"(?:,\s*|\s+)(?:and|or)\s*$", re.IGNORECASE)
+_WORD = re.compile(r"\w")
+_HELD = re.compile("\ue000(\\d+)\ue001")  # a quoted span's stand-in while the query is split
 
 
 def split_intents(query: str, max_parts: int = MAX_PARTS) -> list[str]:
-    """The query's parts, in order; one part (the query itself) when it does not split."""
-    pieces = [piece.strip() for piece in _BOUNDARY.split(query)]
+    """The query's parts, in order; one part (the query itself) when it does not split. A quoted
+    span is never split: a stand-in takes its place while the query is, and it is put back after."""
+    spans: list[str] = []
+    held = _held_quotes(query, spans)
+
+    def restored(text: str) -> str:
+        return _HELD.sub(lambda m: spans[int(m.group(1))], text)
+
+    pieces = [piece.strip() for piece in _BOUNDARY.split(held)]
     parts: list[str] = []
     pending = ""  # a fragment too short to stand alone, waiting for the next piece
     for piece in pieces:
         if not piece:
             continue
         text = f"{pending} {piece}".strip() if pending else piece
-        if _is_substantial(_LEADING_CONNECTIVE.sub("", text)) and not _ABBREVIATION_END.search(text):
+        if _is_substantial(restored(_LEADING_CONNECTIVE.sub("", text))) and not _ABBREVIATION_END.search(text):
             parts.append(text)
             pending = ""
         else:
@@ -67,7 +80,21 @@ def split_intents(query: str, max_parts: int = MAX_PARTS) -> list[str]:
             parts.append(pending)
     if len(parts) < 2:
         return [query]
-    return [_clean(part) for part in parts[:max_parts]]
+    return [restored(_clean(part)) for part in parts[:max_parts]]
+
+
+def _held_quotes(query: str, spans: list[str]) -> str:
+    """``query`` with each quoted span replaced by a stand-in, the spans put in the empty list
+    ``spans``; ``query`` as it is when it is all quotes (the request itself quoted) or holds a
+    stand-in's mark."""
+    found = quoted_spans(query)
+    edges = [0, *(edge for span in found for edge in span), len(query)]
+    between = [query[edges[i] : edges[i + 1]] for i in range(0, len(edges), 2)]  # the text outside quotes
+    if not found or "\ue000" in query or not _WORD.search("".join(between)):
+        return query
+    spans.extend(query[start:end] for start, end in found)
+    stand_ins = [f"\ue000{i}\ue001" for i in range(len(found))] + [""]
+    return "".join(text + stand_in for text, stand_in in zip(between, stand_ins, strict=True))
 
 
 def _clean(part: str) -> str:
