@@ -23,6 +23,7 @@ _CLOSERS = {
     "『": re.compile("』"),
     "'": re.compile(r"'(?!\w)"),  # a single quote closes before no letter: "don't" goes on
 }
+_OPENING = re.compile("[" + "".join(_CLOSERS) + "]")
 
 
 def quoted_spans(text: str) -> list[tuple[int, int]]:
@@ -33,11 +34,11 @@ def quoted_spans(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     unclosed: set[str] = set()
     at = 0
-    while at < len(text):
-        mark, found = text[at], None
-        closer = _CLOSERS.get(mark)
-        if closer is not None and mark not in unclosed and not (mark == "'" and at and _is_word(text[at - 1])):
-            found = closer.search(text, at + 1)
+    while (opening := _OPENING.search(text, at)) is not None:
+        at, mark = opening.start(), opening.group()
+        found = None
+        if mark not in unclosed and not (mark == "'" and at and _is_word(text[at - 1])):
+            found = _CLOSERS[mark].search(text, at + 1)
             if found is None:
                 unclosed.add(mark)
         if found is None:
@@ -47,6 +48,12 @@ def quoted_spans(text: str) -> list[tuple[int, int]]:
             spans.append((at, found.end()))
         at = found.end()
     return spans
+
+
+def outside_quotes(text: str, spans: list[tuple[int, int]]) -> list[str]:
+    """The pieces of ``text`` around its quoted ``spans`` (from ``quoted_spans``): one more than them."""
+    edges = [0, *(edge for span in spans for edge in span), len(text)]
+    return [text[edges[i] : edges[i + 1]] for i in range(0, len(edges), 2)]
 
 
 def _is_word(character: str) -> bool:

@@ -27,7 +27,7 @@ from toolsift.catalog import load_catalog
 from toolsift.embeddings import get_embedder
 from toolsift.router import Router
 from toolsift.settings import BUNDLED_CATALOG, Settings
-from toolsift.text import quoted_spans
+from toolsift.text import outside_quotes, quoted_spans
 
 ROOT = "../shared/datasets"
 PAYLOAD = Path(__file__).with_name("payload_requests.tsv")
@@ -37,8 +37,7 @@ def rewrite(text: str, stand_in: str | None, least_words: int = 1) -> str:
     """``text`` with each quoted span replaced by ``stand_in`` (None: the marks kept, emptied), or
     as it is when fewer than ``least_words`` words stand outside the quotes."""
     spans = quoted_spans(text)
-    edges = [0, *(edge for span in spans for edge in span), len(text)]
-    between = [text[edges[i] : edges[i + 1]] for i in range(0, len(edges), 2)]
+    between = outside_quotes(text, spans)
     if not spans or len(re.findall(r"[^\W\d_]+", " ".join(between))) < least_words:
         return text
     marks = [(text[start] + text[end - 1]) if stand_in is None else stand_in for start, end in spans] + [""]

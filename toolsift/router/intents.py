@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from toolsift.index.lexical import CJK_RUN
-from toolsift.text import quoted_spans
+from toolsift.text import outside_quotes, quoted_spans
 
 MAX_PARTS = 8
 """At most this many parts are routed apart (each costs a short query embedding)."""
@@ -88,8 +88,7 @@ def _held_quotes(query: str, spans: list[str]) -> str:
     ``spans``; ``query`` as it is when it is all quotes (the request itself quoted) or holds a
     stand-in's mark."""
     found = quoted_spans(query)
-    edges = [0, *(edge for span in found for edge in span), len(query)]
-    between = [query[edges[i] : edges[i + 1]] for i in range(0, len(edges), 2)]  # the text outside quotes
+    between = outside_quotes(query, found)
     if not found or "\ue000" in query or not _WORD.search("".join(between)):
         return query
     spans.extend(query[start:end] for start, end in found)
