@@ -321,6 +321,26 @@ def test_the_calibration_error_comes_with_an_interval_over_requests() -> None:
     assert "expected calibration error 0.300 (95% interval" in line
 
 
+def test_abstaining_shares_come_with_their_interval() -> None:
+    from toolsift.bench.abstention import abstention_table
+    from toolsift.bench.metrics import share_interval95
+
+    low, high = share_interval95(29, 35)
+    assert 0.60 < low < 29 / 35 < high < 0.95  # 35 requests cannot tell 0.83 from 0.80
+    assert share_interval95(0, 10)[0] == 0.0 < share_interval95(0, 10)[1] < 0.35  # not empty at 0
+    assert share_interval95(10, 10)[1] == pytest.approx(1.0) and share_interval95(10, 10)[0] > 0.65
+    wide, narrow = share_interval95(29, 35), share_interval95(290, 350)
+    assert narrow[1] - narrow[0] < (wide[1] - wide[0]) / 2  # ten times the requests, under half the width
+    assert share_interval95(0, 0) == (0.0, 1.0)
+    row = {"min_confidence": 0.1, "recall_change": 0.0, "recall_change_interval": 0.0, "mean_tools": 5.0,
+           "abstained_removed": 0.5, "abstained_generic": 0.9, "abstained_generic_interval": (0.8, 0.95),
+           "abstained_ko": 29 / 35, "abstained_ko_interval": share_interval95(29, 35)}  # fmt: skip
+    empty = {"matches": 0, "ece": 0.0, "bins": []}
+    table = abstention_table([{"dataset": "x", "tools": 1, "queries": 1, "fed": 0, "generic_no_tool": {"ko": 35},
+                               "k": 5, "rows": [row], "reliability": empty, "reliability_shape": empty}])  # fmt: skip
+    assert "abstaining at the default, with 95% intervals: generic 0.90 (0.80-0.95, 35 requests); ko 0.83 (0.67-0.92, 35" in table
+
+
 @pytest.mark.model
 def test_abstention_bench_command(tmp_path: Path, tiny_dataset: Path) -> None:
     out = tmp_path / "abstention.json"

@@ -44,7 +44,7 @@ import yaml
 
 from toolsift.bench.datasets import Dataset
 from toolsift.bench.feedback import feedback_of, split
-from toolsift.bench.metrics import interval95, recall_at
+from toolsift.bench.metrics import interval95, recall_at, share_interval95
 from toolsift.router import Router, Scope
 from toolsift.router.confidence import DEFAULT_MIN_CONFIDENCE, FLOOR_SHARE, abstention
 
@@ -147,12 +147,18 @@ def _row(
     if native:  # the dataset's own requests labelled with no tool
         row["abstained_native"] = _share(not _kept(routed, threshold) for routed in native)
     for language, routed_all in generic.items():
-        row[f"abstained_{language}"] = _share(not _kept(routed, threshold) for routed in routed_all)
+        row.update(_abstaining(f"abstained_{language}", routed_all, threshold))
     everyone = [routed for routed_all in generic.values() for routed in routed_all]
     if everyone:
-        row["abstained_generic"] = _share(not _kept(routed, threshold) for routed in everyone)
+        row.update(_abstaining("abstained_generic", everyone, threshold))
         row["prefix_changed"] = _prefix_changed(everyone, answerable, threshold)
     return row
+
+
+def _abstaining(key: str, routed_all: Sequence[Routed], threshold: float) -> dict[str, Any]:
+    """The share of ``routed_all`` that abstains at ``threshold`` under ``key``, and its 95% interval."""
+    hits = sum(not _kept(routed, threshold) for routed in routed_all)
+    return {key: hits / len(routed_all) if routed_all else 0.0, f"{key}_interval": share_interval95(hits, len(routed_all))}
 
 
 def _prefix_changed(no_tool: Sequence[Routed], answerable: Sequence[tuple[Routed, Any]], threshold: float) -> float:
@@ -258,6 +264,7 @@ def abstention_table(results: Sequence[dict[str, Any]]) -> str:
             cells.append(f"{row.get('prefix_changed', 0.0):.2f}")
             cells += [f"{row['abstained_native']:.2f}"] if native else []
             out.append("| " + " | ".join(cells) + " |")
+        out.append(_default_shares(result, ["generic", *languages]))
         if "no_tool_floor" in result:
             ceiling = result.get("recalibration", {}).get("ceiling", 1.0)
             within = f", the floor no higher than the fed requests allow ({ceiling:g})" if ceiling < 1 else ""
@@ -285,6 +292,20 @@ def abstention_table(results: Sequence[dict[str, Any]]) -> str:
         "expected calibration error's 95% interval resamples the requests (400 seeded bootstrap rounds)."
     )
     return "\n".join(out) + "\n" + legend + "\n"
+
+
+def _default_shares(result: dict[str, Any], groups: Sequence[str]) -> str:
+    """The generic no-tool requests abstaining at the default threshold, each with its interval."""
+    default = [row for row in result["rows"] if abs(row["min_confidence"] - _default_of(result)) < 1e-9]
+    if not default or "abstained_generic_interval" not in default[0]:
+        return ""  # a result written before the intervals were
+    row, counts = default[0], dict(result["generic_no_tool"])
+    cells = []
+    for group in groups:
+        low, high = row[f"abstained_{group}_interval"]
+        count = sum(counts.values()) if group == "generic" else counts[group]
+        cells.append(f"{group} {row[f'abstained_{group}']:.2f} ({low:.2f}-{high:.2f}, {count} requests)")
+    return "\nGeneric no-tool requests abstaining at the default, with 95% intervals: " + "; ".join(cells) + "."
 
 
 def _interval(table: dict[str, Any]) -> str:
