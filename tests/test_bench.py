@@ -338,7 +338,10 @@ def test_abstaining_shares_come_with_their_interval() -> None:
     empty = {"matches": 0, "ece": 0.0, "bins": []}
     table = abstention_table([{"dataset": "x", "tools": 1, "queries": 1, "fed": 0, "generic_no_tool": {"ko": 35},
                                "k": 5, "rows": [row], "reliability": empty, "reliability_shape": empty}])  # fmt: skip
-    assert "abstaining at the default, with 95% intervals: generic 0.90 (0.80-0.95, 35 requests); ko 0.83 (0.67-0.92, 35" in table
+    assert (
+        "abstaining at the default, with 95% intervals: generic 0.90 (0.80-0.95, 35 requests); ko 0.83 (0.67-0.92, 35"
+        in table
+    )
 
 
 @pytest.mark.model

@@ -158,7 +158,10 @@ def _row(
 def _abstaining(key: str, routed_all: Sequence[Routed], threshold: float) -> dict[str, Any]:
     """The share of ``routed_all`` that abstains at ``threshold`` under ``key``, and its 95% interval."""
     hits = sum(not _kept(routed, threshold) for routed in routed_all)
-    return {key: hits / len(routed_all) if routed_all else 0.0, f"{key}_interval": share_interval95(hits, len(routed_all))}
+    return {
+        key: hits / len(routed_all) if routed_all else 0.0,
+        f"{key}_interval": share_interval95(hits, len(routed_all)),
+    }
 
 
 def _prefix_changed(no_tool: Sequence[Routed], answerable: Sequence[tuple[Routed, Any]], threshold: float) -> float:
