@@ -56,5 +56,30 @@ def outside_quotes(text: str, spans: list[tuple[int, int]]) -> list[str]:
     return [text[edges[i] : edges[i + 1]] for i in range(0, len(edges), 2)]
 
 
+PAYLOAD_CONTEXT_WORDS = 3
+"""Words a request needs outside its quotes for what it quotes to be payload rather than the ask."""
+
+
+def without_payload(text: str) -> str:
+    """``text`` with what it quotes emptied, the marks kept, when at least ``PAYLOAD_CONTEXT_WORDS``
+    words stand outside the quotes: what a request quotes (a message to send, a text to
+    translate, code to run) is what the tool acts on, not which tool: 'send Dana a Slack message
+    saying "can you book a table for four?"' ranks as 'send Dana a Slack message saying ""'. A
+    request that is mostly its quote ('draw "a cat on a bicycle"') is kept whole, and so is one
+    all in quotes."""
+    spans = quoted_spans(text)
+    if not spans:
+        return text
+    between = outside_quotes(text, spans)
+    if len(_WORDS.findall(" ".join(between))) < PAYLOAD_CONTEXT_WORDS:
+        return text
+    marks = [text[start] + text[end - 1] for start, end in spans] + [""]
+    return _SPACES.sub(" ", "".join(piece + mark for piece, mark in zip(between, marks, strict=True))).strip()
+
+
+_WORDS = re.compile(r"[^\W\d_]+")
+_SPACES = re.compile(r"\s+")
+
+
 def _is_word(character: str) -> bool:
     return character.isalnum() or character == "_"

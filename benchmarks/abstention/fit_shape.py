@@ -1,7 +1,7 @@
 """Fit the shape of toolsift's confidence (``toolsift.router.confidence.SHAPE``).
 
 Labelled matches come from data written for this project, never from a benchmark dataset: the
-requests in ``default_catalog_requests.tsv`` routed against the bundled catalog (a match is
+requests of ``WRITTEN`` routed against the bundled catalog (a match is
 positive when it is the tool the request was written for), and the shipped no-tool requests
 (every match negative; each compared with the other no-tool requests, not itself, as the
 calibration does). Fitted with each shipped model in turn (all-MiniLM-L6-v2, multilingual-e5-small)
@@ -34,11 +34,16 @@ NO_TOOL_BALANCE = 261 / 192
 """The no-tool requests' total weight over the labelled requests': 261 to 192 as first fitted."""
 
 
+WRITTEN = ("default_catalog_requests.tsv", "conversational_requests.tsv", "payload_requests.tsv")
+"""The labelled requests, all written for the bundled catalog: terse (192), asked as people talk
+(179), carrying a quoted message, text or code (64)."""
+
+
 def labelled_requests(*more: Path) -> list[tuple[str, str]]:
-    """(request, tool) rows of ``default_catalog_requests.tsv`` and of any ``more`` such files."""
+    """(request, tool) rows of the ``WRITTEN`` files and of any ``more`` such files."""
     lines = [
         line
-        for path in (HERE / "default_catalog_requests.tsv", *more)
+        for path in (*(HERE / name for name in WRITTEN), *more)
         for line in path.read_text(encoding="utf-8").splitlines()
     ]
     rows = (line.split("\t") for line in lines)

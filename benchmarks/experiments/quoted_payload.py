@@ -30,7 +30,7 @@ from toolsift.settings import BUNDLED_CATALOG, Settings
 from toolsift.text import outside_quotes, quoted_spans
 
 ROOT = "../shared/datasets"
-PAYLOAD = Path(__file__).with_name("payload_requests.tsv")
+PAYLOAD = Path(__file__).parents[1] / "abstention" / "payload_requests.tsv"
 
 
 def rewrite(text: str, stand_in: str | None, least_words: int = 1) -> str:
@@ -70,7 +70,7 @@ def compare(label: str, router: Router, asked: list[tuple[str, tuple[str, ...]]]
 
 def main(*arguments: str) -> None:
     if arguments[0] == "payload":
-        rows = [line.rstrip("\n").split("\t") for line in PAYLOAD.read_text(encoding="utf-8").splitlines()]
+        rows = [line.split("\t") for line in PAYLOAD.read_text(encoding="utf-8").splitlines() if line[:1] != "#"]
         for model in ("all-MiniLM-L6-v2", "multilingual-e5-small"):
             router = Router.build(load_catalog(BUNDLED_CATALOG), get_embedder(model), cache=Settings().open_cache())
             compare(f"payload, {model}", router, [(text, (tool,)) for text, tool in rows])

@@ -63,6 +63,7 @@ from toolsift.router.ranking import DenseMoments, GroupIndex, Ranked, RankingCon
 from toolsift.router.rules import TagIndex, TagRules
 from toolsift.router.scope import Scope
 from toolsift.router.usage import ExampleViews, Feedback, UsageBook, catalog_examples, summarise, view_offsets
+from toolsift.text import without_payload
 from toolsift.types import IdArray, Matrix, Vector
 from toolsift.wire import MAX_K as MAX_K
 from toolsift.wire import MAX_PINNED as MAX_PINNED
@@ -262,8 +263,9 @@ class Router:
     # -- routing ---------------------------------------------------------------------------
 
     def embed_queries(self, queries: Sequence[str]) -> list[Vector]:
-        """Query vectors, from the query cache where possible; misses embed in one batch."""
-        return self.query_cache.embed(queries)
+        """Query vectors, from the query cache where possible; misses embed in one batch. Each
+        query is embedded as it is ranked: what it quotes left out (``text.without_payload``)."""
+        return self.query_cache.embed([without_payload(query) for query in queries])
 
     def route(
         self,
@@ -540,7 +542,7 @@ class Router:
     def _rank(self, query: str, vector: Vector, k: int, allowed: IdArray | None, views: ExampleViews | None) -> Ranked:
         return rank(
             vector,
-            query,
+            without_payload(query),
             k,
             allowed,
             self.index.vectors,
@@ -630,7 +632,8 @@ class Router:
         missing = list(dict.fromkeys(text for _, text in pairs if text not in self._example_vectors))
         for start in range(0, len(missing), 256):
             batch = missing[start : start + 256]
-            self._example_vectors.update(zip(batch, self.embedder.embed_queries(batch), strict=True))
+            vectors = self.embedder.embed_queries([without_payload(text) for text in batch])
+            self._example_vectors.update(zip(batch, vectors, strict=True))
         texts: dict[int, list[str]] = {}
         for tool_id, text in pairs:
             texts.setdefault(tool_id, []).append(text)
