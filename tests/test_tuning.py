@@ -88,10 +88,12 @@ def test_pairs_are_the_examples_and_the_feedback_that_ranks() -> None:
     book.add(Feedback("make the photo vanish", "delete_photo", contributor="client:10.0.0.1"))  # alone: no quorum
     book.add(Feedback("a tenant's request", "view_report", pool="acme", contributor="key:acme"))
     book.add(Feedback("yoink the report for me", "download_report", contributor="key:bob"))  # an example already
+    book.add(Feedback('yoink the report named "grab that invoice"', "download_report", contributor="key:bob"))
     pairs = collect(catalog, book)
     assert Pair("grab that invoice", "download_invoice", "feedback") in pairs
     assert not any(p.query in ("make the photo vanish", "a tenant's request") for p in pairs)
-    assert len(pairs) == 2 * len(VERBS) * len(KNOWN) + 1  # each request once
+    assert Pair('yoink the report named ""', "download_report", "feedback") in pairs  # trained as it is ranked
+    assert len(pairs) == 2 * len(VERBS) * len(KNOWN) + 2  # each request once
 
 
 def test_hold_out_holds_back_tools_with_their_requests_and_is_seeded() -> None:

@@ -17,6 +17,7 @@ from typing import Literal
 from toolsift.catalog import Catalog
 from toolsift.router import within_query_limit
 from toolsift.router.usage import UsageBook
+from toolsift.text import without_payload
 
 Source = Literal["example", "feedback"]
 
@@ -33,10 +34,12 @@ class Pair:
 def collect(catalog: Catalog, book: UsageBook | None = None, pool: str = "") -> list[Pair]:
     """The catalog's examples, then ``pool``'s ranking feedback, for tools the catalog holds;
     each (request, tool) once. ``pool`` ``""``: the service's own feedback (without tenants, or
-    the operator's); a tenant's requests stay out of a model every tenant is served by."""
-    pairs = [Pair(text, tool.name, "example") for tool in catalog for text in tool.examples]
+    the operator's); a tenant's requests stay out of a model every tenant is served by. Each
+    request as the router ranks it: what it quotes left out (``text.without_payload``)."""
+    pairs = [Pair(without_payload(text), tool.name, "example") for tool in catalog for text in tool.examples]
     if book is not None:
-        pairs += [Pair(text, tool, "feedback") for tool, text in book.examples(pool) if tool in catalog]
+        found = book.examples(pool)
+        pairs += [Pair(without_payload(text), tool, "feedback") for tool, text in found if tool in catalog]
     seen: set[tuple[str, str]] = set()
     kept = []
     for pair in pairs:
