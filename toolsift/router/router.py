@@ -483,6 +483,13 @@ class Router:
             with self._calibration_lock:
                 self._refitting.pop(key, None)
 
+    def ready(self) -> None:
+        """Compute now what the first request would otherwise pay for: the confidence's
+        calibration (the catalog's own and the shared feedback pool's) and the no-tool floor."""
+        self.calibration()
+        self.calibration("")
+        self.no_tool_floor()
+
     def settle(self) -> None:
         """Wait until the recalibrations being refitted in the background are done."""
         with self._calibration_lock:

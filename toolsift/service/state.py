@@ -98,9 +98,7 @@ class RouterHolder:
         """Before it serves: its example views and its confidence calibration are ready, so no
         request pays for them."""
         router.attach(self.book)
-        router.calibration()
-        router.calibration("")  # the shared pool's, recalibrated from its feedback
-        router.no_tool_floor()
+        router.ready()  # the shared pool's calibration recalibrated from its feedback
 
 
 FolderVersion = tuple[str, float]
