@@ -11,7 +11,9 @@ quotes dropped, and the quotes emptied only where three words or more stand arou
 threshold (the tool found and the request not abstaining). A request all in quotes is routed as
 written. ``payload``: the same on ``payload_requests.tsv`` (64 requests written for the bundled
 catalog that carry a message, a text or code in quotes), with both shipped models. Figures:
-benchmarks/DECISIONS.md ("Confidence and abstention").
+benchmarks/DECISIONS.md ("Confidence and abstention"). Since 257af60 the router itself ranks every
+request as ``without_payload`` leaves it, so "as written" is already that: the figures came from
+the checkout before it (``PYTHONPATH``).
 """
 
 import re
@@ -27,18 +29,18 @@ from toolsift.catalog import load_catalog
 from toolsift.embeddings import get_embedder
 from toolsift.router import Router
 from toolsift.settings import BUNDLED_CATALOG, Settings
-from toolsift.text import outside_quotes, quoted_spans
+from toolsift.text import outside_quotes, quoted_spans, without_payload
 
 ROOT = "../shared/datasets"
 PAYLOAD = Path(__file__).parents[1] / "abstention" / "payload_requests.tsv"
 
 
-def rewrite(text: str, stand_in: str | None, least_words: int = 1) -> str:
+def rewrite(text: str, stand_in: str | None) -> str:
     """``text`` with each quoted span replaced by ``stand_in`` (None: the marks kept, emptied), or
-    as it is when fewer than ``least_words`` words stand outside the quotes."""
+    as it is when no word stands outside the quotes."""
     spans = quoted_spans(text)
     between = outside_quotes(text, spans)
-    if not spans or len(re.findall(r"[^\W\d_]+", " ".join(between))) < least_words:
+    if not spans or not re.search(r"[^\W\d_]", " ".join(between)):
         return text
     marks = [(text[start] + text[end - 1]) if stand_in is None else stand_in for start, end in spans] + [""]
     return re.sub(r"\s+", " ", "".join(piece + mark for piece, mark in zip(between, marks, strict=True))).strip()
@@ -48,7 +50,7 @@ REWRITES = {
     "emptied": lambda text: rewrite(text, None),
     "text": lambda text: rewrite(text, '"text"'),
     "dropped": lambda text: rewrite(text, ""),
-    "emptied, 3 words": lambda text: rewrite(text, None, 3),
+    "emptied, 3 words": without_payload,  # what the router does since 257af60
 }
 
 
